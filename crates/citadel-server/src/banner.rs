@@ -1,0 +1,63 @@
+//! The startup banner printed to stdout: version, node id, and the URLs of
+//! every listener. Never includes secrets.
+
+use crate::config::{Config, ConfigSource};
+
+/// Renders the boxed banner.
+pub fn render(config: &Config, source: &ConfigSource, http: &str, ws: Option<&str>) -> String {
+    let mut lines = vec![
+        format!("Citadel {}", env!("CARGO_PKG_VERSION")),
+        format!("node      {}", config.server.node_id),
+        format!(
+            "config    {}",
+            match source {
+                ConfigSource::File(p) => p.display().to_string(),
+                ConfigSource::Defaults => "built-in defaults".to_owned(),
+            }
+        ),
+        String::new(),
+        format!("Health    http://{http}/health"),
+        format!("Status    http://{http}/status"),
+        format!("Metrics   http://{http}/metrics"),
+    ];
+    match ws {
+        Some(ws) => lines.push(format!("WebSocket ws://{ws}/")),
+        None => lines.push("WebSocket disabled".to_owned()),
+    }
+    for (name, t) in [
+        ("QUIC", &config.transport.quic),
+        ("WebTrans.", &config.transport.webtransport),
+    ] {
+        if t.enabled {
+            lines.push(format!("{name:<9} not served by this build ({})", t.bind));
+        }
+    }
+    let width = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0) + 2;
+    let mut out = format!("╭{}╮\n", "─".repeat(width));
+    for line in lines {
+        let pad = width - 1 - line.chars().count();
+        out.push_str(&format!("│ {line}{}│\n", " ".repeat(pad)));
+    }
+    out.push_str(&format!("╰{}╯", "─".repeat(width)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn banner_is_boxed_and_names_urls() {
+        let text = render(
+            &Config::default(),
+            &ConfigSource::Defaults,
+            "127.0.0.1:7350",
+            Some("127.0.0.1:7352"),
+        );
+        assert!(text.starts_with('╭') && text.ends_with('╯'));
+        assert!(text.contains("ws://127.0.0.1:7352/"));
+        assert!(text.contains("dev-1"));
+        let widths: Vec<usize> = text.lines().map(|l| l.chars().count()).collect();
+        assert!(widths.windows(2).all(|w| w[0] == w[1]), "{text}");
+    }
+}

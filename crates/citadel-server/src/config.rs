@@ -1,0 +1,694 @@
+//! Node configuration: built-in defaults < TOML file < `CITADEL_*`
+//! environment < CLI flags, validated before anything binds.
+//!
+//! What it is not: it never reads secrets into logs and never opens a
+//! socket. Call order: [`Config::load`] (or [`Config::from_toml_str`] in
+//! tests), then [`Config::validate`]. Every key is optional; an unknown key
+//! is an error naming it. Environment overrides follow the key path:
+//! `transport.auth.allow_guests` is `CITADEL_TRANSPORT_AUTH_ALLOW_GUESTS`;
+//! `CITADEL_LOG_LEVEL`, `CITADEL_NODE_ID`, `CITADEL_PUBLIC_ADDR` and
+//! `CITADEL_HTTP_BIND` are kept as short aliases. Unknown `CITADEL_*`
+//! variables are ignored.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// A configuration problem, always naming the offending key or file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// TOML syntax error or an unknown/mistyped key.
+    #[error("invalid config{origin}: {message}")]
+    Parse {
+        /// Where the bad value came from.
+        origin: String,
+        /// The parser's message (names the key).
+        message: String,
+    },
+    /// A value outside its allowed range.
+    #[error("invalid config key `{key}`: {message}")]
+    Invalid {
+        /// Dotted key path.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+fn invalid(key: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.to_owned(),
+        message: message.into(),
+    }
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// `[server]`.
+    pub server: ServerConfig,
+    /// `[http]`.
+    pub http: HttpConfig,
+    /// `[logging]`.
+    pub logging: LoggingConfig,
+    /// `[transport]`.
+    pub transport: TransportConfig,
+    /// `[rooms]`.
+    pub rooms: RoomsConfig,
+    /// `[shutdown]`.
+    pub shutdown: ShutdownConfig,
+}
+
+/// `[server]`: identity of this node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Node id shown in the banner, `/status` and logs.
+    pub node_id: String,
+    /// Address clients are told to use.
+    pub public_addr: String,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            node_id: "dev-1".into(),
+            public_addr: "127.0.0.1:7350".into(),
+        }
+    }
+}
+
+/// `[http]`: the HTTP listener (`/health`, `/status`, `/metrics`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Listen address.
+    pub bind: String,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            bind: "127.0.0.1:7350".into(),
+        }
+    }
+}
+
+/// `[logging]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LoggingConfig {
+    /// A tracing filter directive (`info`, `citadel_server=debug`, …).
+    pub level: String,
+    /// `pretty` or `json`.
+    pub format: String,
+}
+
+impl Default for LoggingConfig {
+    fn default() -> Self {
+        LoggingConfig {
+            level: "info".into(),
+            format: "pretty".into(),
+        }
+    }
+}
+
+/// `[transport]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TransportConfig {
+    /// `[transport.websocket]`.
+    pub websocket: WebSocketConfig,
+    /// `[transport.quic]` (served by a later release; keys accepted).
+    pub quic: DatagramTransportConfig,
+    /// `[transport.webtransport]` (served by a later release; keys accepted).
+    pub webtransport: DatagramTransportConfig,
+    /// `[transport.auth]`.
+    pub auth: AuthConfig,
+    /// `[transport.limits]`.
+    pub limits: LimitsConfig,
+}
+
+/// `[transport.websocket]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebSocketConfig {
+    /// Serve WebSocket realtime.
+    pub enabled: bool,
+    /// Listen address.
+    pub bind: String,
+    /// Reliable lane capacity in envelopes; full closes the slow client.
+    pub outbound_queue_capacity: usize,
+    /// Unreliable lane capacity in envelopes; full drops the oldest.
+    pub unreliable_queue_capacity: usize,
+    /// Byte cap over both lanes; a reliable envelope past it closes the client.
+    pub outbound_queue_max_bytes: usize,
+    /// Largest WebSocket message the writer builds when coalescing.
+    pub max_coalesced_bytes: usize,
+    /// Largest inbound WebSocket message (it may hold several frames);
+    /// larger closes the connection.
+    pub max_message_bytes: usize,
+    /// Ping interval after authentication (0 disables).
+    pub heartbeat_interval_ms: u64,
+    /// Close a connection silent for this long (0 disables).
+    pub heartbeat_timeout_ms: u64,
+}
+
+impl Default for WebSocketConfig {
+    fn default() -> Self {
+        WebSocketConfig {
+            enabled: true,
+            bind: "127.0.0.1:7352".into(),
+            outbound_queue_capacity: 1024,
+            unreliable_queue_capacity: 256,
+            outbound_queue_max_bytes: 4 * 1024 * 1024,
+            max_coalesced_bytes: 64 * 1024,
+            max_message_bytes: 2 * 1024 * 1024,
+            heartbeat_interval_ms: 15_000,
+            heartbeat_timeout_ms: 45_000,
+        }
+    }
+}
+
+/// `[transport.quic]` / `[transport.webtransport]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DatagramTransportConfig {
+    /// Serve this transport.
+    pub enabled: bool,
+    /// UDP listen address.
+    pub bind: String,
+    /// Reliable lane capacity.
+    pub outbound_queue_capacity: usize,
+}
+
+impl DatagramTransportConfig {
+    fn with_bind(bind: &str) -> Self {
+        DatagramTransportConfig {
+            enabled: false,
+            bind: bind.into(),
+            outbound_queue_capacity: 1024,
+        }
+    }
+}
+
+impl Default for DatagramTransportConfig {
+    fn default() -> Self {
+        Self::with_bind("127.0.0.1:7351")
+    }
+}
+
+/// `[transport.auth]`: the realtime handshake policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    /// Only valid tokens are accepted; guests get AUTH_REQUIRED.
+    pub require_auth: bool,
+    /// An empty KIND_AUTH is accepted as a guest.
+    pub allow_guests: bool,
+    /// Close a connection whose first frame does not arrive in time.
+    pub handshake_timeout_ms: u64,
+    /// Longest accepted token; longer is a PROTOCOL rejection.
+    pub max_token_bytes: usize,
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        AuthConfig {
+            require_auth: false,
+            allow_guests: true,
+            handshake_timeout_ms: 5_000,
+            max_token_bytes: 4_096,
+        }
+    }
+}
+
+/// `[transport.limits]`: per-node and per-connection bounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Open realtime connections (including ones still handshaking).
+    pub max_connections: usize,
+    /// Largest inbound frame a client may send (≤ 8 MiB); larger closes it.
+    pub max_inbound_frame_bytes: usize,
+    /// Sustained inbound envelopes per second per connection.
+    pub messages_per_second: u32,
+    /// Inbound burst allowance per connection.
+    pub message_burst: u32,
+    /// RPCs one connection may have in flight.
+    pub rpc_max_in_flight: usize,
+    /// Deadline of one RPC handler.
+    pub rpc_timeout_ms: u64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            max_connections: 10_000,
+            max_inbound_frame_bytes: 1024 * 1024,
+            messages_per_second: 200,
+            message_burst: 400,
+            rpc_max_in_flight: 16,
+            rpc_timeout_ms: 5_000,
+        }
+    }
+}
+
+/// `[rooms]`: the built-in room policy and bounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RoomsConfig {
+    /// `max_players` of rooms created without a script label (0 = unlimited).
+    pub default_max_players: u32,
+    /// Most rooms alive at once; creating past it is refused.
+    pub max_rooms: usize,
+    /// Longest room name (ROOM_CREATE params) accepted.
+    pub max_name_bytes: usize,
+}
+
+impl Default for RoomsConfig {
+    fn default() -> Self {
+        RoomsConfig {
+            default_max_players: 0,
+            max_rooms: 10_000,
+            max_name_bytes: 128,
+        }
+    }
+}
+
+/// `[shutdown]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ShutdownConfig {
+    /// How long queued envelopes may flush after SIGINT/SIGTERM.
+    pub grace_ms: u64,
+}
+
+impl Default for ShutdownConfig {
+    fn default() -> Self {
+        ShutdownConfig { grace_ms: 5_000 }
+    }
+}
+
+/// Short environment aliases kept from the reference implementation.
+const ENV_ALIASES: [(&str, &str); 4] = [
+    ("CITADEL_LOG_LEVEL", "logging.level"),
+    ("CITADEL_NODE_ID", "server.node_id"),
+    ("CITADEL_PUBLIC_ADDR", "server.public_addr"),
+    ("CITADEL_HTTP_BIND", "http.bind"),
+];
+
+/// Overrides given on the command line (highest precedence).
+#[derive(Debug, Clone, Default)]
+pub struct CliOverrides {
+    /// `--log-level`.
+    pub log_level: Option<String>,
+    /// `--bind` (HTTP).
+    pub http_bind: Option<String>,
+    /// `--node-id`.
+    pub node_id: Option<String>,
+}
+
+/// Where the configuration came from (for the banner and `citadel check`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigSource {
+    /// An explicit or discovered file.
+    File(PathBuf),
+    /// Built-in defaults (no file).
+    Defaults,
+}
+
+impl Config {
+    /// Resolves the configuration: `explicit` file, else `./citadel.toml` if
+    /// present, else defaults; then `env`, then `cli`; then validates.
+    pub fn load(
+        explicit: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+        cli: &CliOverrides,
+    ) -> Result<(Config, ConfigSource), ConfigError> {
+        let (text, source) = match explicit {
+            Some(path) => (read(path)?, ConfigSource::File(path.to_path_buf())),
+            None => {
+                let path = PathBuf::from("citadel.toml");
+                if path.is_file() {
+                    (read(&path)?, ConfigSource::File(path))
+                } else {
+                    (String::new(), ConfigSource::Defaults)
+                }
+            }
+        };
+        let origin = match &source {
+            ConfigSource::File(p) => format!(" in {}", p.display()),
+            ConfigSource::Defaults => String::new(),
+        };
+        let mut table: toml::Table = toml::from_str(&text).map_err(|e| ConfigError::Parse {
+            origin: origin.clone(),
+            message: e.to_string(),
+        })?;
+        apply_env(&mut table, env)?;
+        let mut config: Config =
+            Config::deserialize(toml::Value::Table(table)).map_err(|e| ConfigError::Parse {
+                origin,
+                message: e.to_string(),
+            })?;
+        if let Some(level) = &cli.log_level {
+            config.logging.level = level.clone();
+        }
+        if let Some(bind) = &cli.http_bind {
+            config.http.bind = bind.clone();
+        }
+        if let Some(id) = &cli.node_id {
+            config.server.node_id = id.clone();
+        }
+        config.validate()?;
+        Ok((config, source))
+    }
+
+    /// Parses a TOML document (no environment, no validation).
+    pub fn from_toml_str(text: &str) -> Result<Config, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse {
+            origin: String::new(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Checks every range; the error names the key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.server.node_id.trim().is_empty() {
+            return Err(invalid("server.node_id", "must not be empty"));
+        }
+        parse_addr("http.bind", &self.http.bind)?;
+        parse_addr("transport.websocket.bind", &self.transport.websocket.bind)?;
+        parse_addr("transport.quic.bind", &self.transport.quic.bind)?;
+        parse_addr(
+            "transport.webtransport.bind",
+            &self.transport.webtransport.bind,
+        )?;
+        if !matches!(self.logging.format.as_str(), "pretty" | "json") {
+            return Err(invalid("logging.format", "must be \"pretty\" or \"json\""));
+        }
+        if tracing_subscriber::EnvFilter::try_new(&self.logging.level).is_err() {
+            return Err(invalid("logging.level", "is not a valid log filter"));
+        }
+        let ws = &self.transport.websocket;
+        at_least(
+            "transport.websocket.outbound_queue_capacity",
+            ws.outbound_queue_capacity,
+            1,
+        )?;
+        at_least(
+            "transport.websocket.unreliable_queue_capacity",
+            ws.unreliable_queue_capacity,
+            1,
+        )?;
+        at_least(
+            "transport.websocket.outbound_queue_max_bytes",
+            ws.outbound_queue_max_bytes,
+            1024,
+        )?;
+        at_least(
+            "transport.websocket.max_coalesced_bytes",
+            ws.max_coalesced_bytes,
+            1024,
+        )?;
+        at_least(
+            "transport.websocket.max_message_bytes",
+            ws.max_message_bytes,
+            1024,
+        )?;
+        if ws.heartbeat_timeout_ms != 0 && ws.heartbeat_timeout_ms <= ws.heartbeat_interval_ms {
+            return Err(invalid(
+                "transport.websocket.heartbeat_timeout_ms",
+                "must exceed heartbeat_interval_ms (or be 0 to disable)",
+            ));
+        }
+        let auth = &self.transport.auth;
+        at_least(
+            "transport.auth.handshake_timeout_ms",
+            auth.handshake_timeout_ms as usize,
+            1,
+        )?;
+        at_least("transport.auth.max_token_bytes", auth.max_token_bytes, 1)?;
+        let limits = &self.transport.limits;
+        at_least(
+            "transport.limits.max_connections",
+            limits.max_connections,
+            1,
+        )?;
+        at_least(
+            "transport.limits.max_inbound_frame_bytes",
+            limits.max_inbound_frame_bytes,
+            64,
+        )?;
+        if limits.max_inbound_frame_bytes > citadel_wire::protocol::MAX_FRAME_BODY_BYTES {
+            return Err(invalid(
+                "transport.limits.max_inbound_frame_bytes",
+                "must not exceed 8388608 (the wire maximum)",
+            ));
+        }
+        at_least(
+            "transport.limits.messages_per_second",
+            limits.messages_per_second as usize,
+            1,
+        )?;
+        at_least(
+            "transport.limits.message_burst",
+            limits.message_burst as usize,
+            1,
+        )?;
+        at_least(
+            "transport.limits.rpc_max_in_flight",
+            limits.rpc_max_in_flight,
+            1,
+        )?;
+        at_least(
+            "transport.limits.rpc_timeout_ms",
+            limits.rpc_timeout_ms as usize,
+            1,
+        )?;
+        at_least("rooms.max_rooms", self.rooms.max_rooms, 1)?;
+        at_least("rooms.max_name_bytes", self.rooms.max_name_bytes, 1)?;
+        if self.rooms.max_name_bytes > usize::from(u16::MAX) {
+            return Err(invalid("rooms.max_name_bytes", "must not exceed 65535"));
+        }
+        Ok(())
+    }
+
+    /// The HTTP listen address (validated).
+    pub fn http_addr(&self) -> Result<SocketAddr, ConfigError> {
+        parse_addr("http.bind", &self.http.bind)
+    }
+
+    /// The WebSocket listen address (validated).
+    pub fn websocket_addr(&self) -> Result<SocketAddr, ConfigError> {
+        parse_addr("transport.websocket.bind", &self.transport.websocket.bind)
+    }
+}
+
+fn read(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn parse_addr(key: &str, value: &str) -> Result<SocketAddr, ConfigError> {
+    value
+        .parse()
+        .map_err(|_| invalid(key, format!("`{value}` is not an ip:port socket address")))
+}
+
+fn at_least(key: &str, value: usize, min: usize) -> Result<(), ConfigError> {
+    if value < min {
+        return Err(invalid(key, format!("must be at least {min}")));
+    }
+    Ok(())
+}
+
+/// Every leaf key path of the defaults, with its default value (the type
+/// template for parsing environment strings).
+fn leaf_paths() -> Vec<(String, toml::Value)> {
+    fn walk(prefix: &str, value: &toml::Value, out: &mut Vec<(String, toml::Value)>) {
+        match value {
+            toml::Value::Table(t) => {
+                for (k, v) in t {
+                    let path = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(&path, v, out);
+                }
+            }
+            leaf => out.push((prefix.to_owned(), leaf.clone())),
+        }
+    }
+    let mut out = Vec::new();
+    if let Ok(defaults) = toml::Value::try_from(Config::default()) {
+        walk("", &defaults, &mut out);
+    }
+    out
+}
+
+/// The environment variable that overrides `path`.
+pub fn env_name(path: &str) -> String {
+    format!("CITADEL_{}", path.replace('.', "_").to_ascii_uppercase())
+}
+
+fn apply_env(
+    table: &mut toml::Table,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<(), ConfigError> {
+    let leaves = leaf_paths();
+    for (name, raw) in env {
+        if !name.starts_with("CITADEL_") {
+            continue;
+        }
+        let path = ENV_ALIASES
+            .iter()
+            .find(|(alias, _)| *alias == name)
+            .map(|(_, path)| (*path).to_owned())
+            .or_else(|| {
+                leaves
+                    .iter()
+                    .find(|(path, _)| env_name(path) == name)
+                    .map(|(path, _)| path.clone())
+            });
+        let Some(path) = path else { continue };
+        let template = leaves
+            .iter()
+            .find(|(p, _)| *p == path)
+            .map(|(_, v)| v.clone())
+            .unwrap_or(toml::Value::String(String::new()));
+        let value = parse_env_value(&template, &raw).map_err(|message| ConfigError::Parse {
+            origin: format!(" in environment variable {name}"),
+            message,
+        })?;
+        set_path(table, &path, value);
+    }
+    Ok(())
+}
+
+fn parse_env_value(template: &toml::Value, raw: &str) -> Result<toml::Value, String> {
+    match template {
+        toml::Value::Boolean(_) => match raw.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" | "on" => Ok(toml::Value::Boolean(true)),
+            "false" | "0" | "no" | "off" => Ok(toml::Value::Boolean(false)),
+            _ => Err(format!("expected a boolean, got `{raw}`")),
+        },
+        toml::Value::Integer(_) => raw
+            .trim()
+            .parse::<i64>()
+            .map(toml::Value::Integer)
+            .map_err(|_| format!("expected an integer, got `{raw}`")),
+        toml::Value::Float(_) => raw
+            .trim()
+            .parse::<f64>()
+            .map(toml::Value::Float)
+            .map_err(|_| format!("expected a number, got `{raw}`")),
+        _ => Ok(toml::Value::String(raw.to_owned())),
+    }
+}
+
+fn set_path(table: &mut toml::Table, path: &str, value: toml::Value) {
+    let mut parts: Vec<&str> = path.split('.').collect();
+    let Some(last) = parts.pop() else { return };
+    let mut cursor = table;
+    for part in parts {
+        let entry = cursor
+            .entry(part.to_owned())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if !entry.is_table() {
+            *entry = toml::Value::Table(toml::Table::new());
+        }
+        let toml::Value::Table(next) = entry else {
+            return;
+        };
+        cursor = next;
+    }
+    cursor.insert(last.to_owned(), value);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let dir = std::env::temp_dir().join(format!("citadel-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|source| ConfigError::Read {
+            path: dir.clone(),
+            source,
+        })?;
+        let file = dir.join(format!("{}.toml", text.len()));
+        std::fs::write(&file, text).map_err(|source| ConfigError::Read {
+            path: file.clone(),
+            source,
+        })?;
+        let env = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned()));
+        Config::load(Some(&file), env, &CliOverrides::default()).map(|(c, _)| c)
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        Config::default().validate().unwrap();
+        assert_eq!(Config::from_toml_str("").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let err = load("[transport.websocket]\nbindd = \"x\"\n", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("bindd"), "{err}");
+        let err = load("[nope]\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("nope"), "{err}");
+    }
+
+    #[test]
+    fn ranges_are_named() {
+        let err = load("[transport.limits]\nmessages_per_second = 0\n", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("transport.limits.messages_per_second"),
+            "{err}"
+        );
+        let err = load("[http]\nbind = \"localhost\"\n", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("http.bind"), "{err}");
+    }
+
+    #[test]
+    fn env_overrides_file_and_aliases_work() {
+        let c = load(
+            "[transport.auth]\nallow_guests = true\n",
+            &[
+                ("CITADEL_TRANSPORT_AUTH_ALLOW_GUESTS", "false"),
+                ("CITADEL_NODE_ID", "node-7"),
+                ("CITADEL_TRANSPORT_LIMITS_MAX_CONNECTIONS", "12"),
+                ("CITADEL_REQUIRE_SERVICES", "1"),
+            ],
+        )
+        .unwrap();
+        assert!(!c.transport.auth.allow_guests);
+        assert_eq!(c.server.node_id, "node-7");
+        assert_eq!(c.transport.limits.max_connections, 12);
+        let err = load("", &[("CITADEL_TRANSPORT_LIMITS_MAX_CONNECTIONS", "many")]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("CITADEL_TRANSPORT_LIMITS_MAX_CONNECTIONS"),
+            "{err}"
+        );
+    }
+}

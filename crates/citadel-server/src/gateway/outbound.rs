@@ -1,0 +1,325 @@
+//! The per-connection outbound queue: two bounded lanes drained by one
+//! writer task.
+//!
+//! - Reliable lane: envelopes that must arrive (room frames, RPC replies,
+//!   relayed application kinds). Full, or past the byte cap → the client is
+//!   too slow: the connection is closed with `SlowConsumer`.
+//! - Unreliable lane: envelopes a later one supersedes (relayed positions).
+//!   Full → the oldest is dropped and counted.
+//!
+//! Producers (the connection itself, room fan-out, RPC tasks) never block
+//! and never await: a push takes a short mutex and wakes the writer. What it
+//! is not: it does not write sockets; the transport's writer calls
+//! [`Outbound::next_batch`] and owns the socket.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use bytes::{Bytes, BytesMut};
+use citadel_wire::Envelope;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::{CloseReason, DropReason, Metrics};
+
+/// Bounds of one connection's lanes.
+#[derive(Debug, Clone, Copy)]
+pub struct LaneLimits {
+    /// Reliable envelopes queued at most.
+    pub reliable_capacity: usize,
+    /// Unreliable envelopes queued at most.
+    pub unreliable_capacity: usize,
+    /// Bytes queued at most over both lanes.
+    pub max_bytes: usize,
+}
+
+#[derive(Debug, Default)]
+struct LaneState {
+    reliable: VecDeque<Bytes>,
+    unreliable: VecDeque<Bytes>,
+    bytes: usize,
+    close: Option<CloseReason>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    state: Mutex<LaneState>,
+    wake: Notify,
+    abort: CancellationToken,
+    limits: LaneLimits,
+    metrics: Arc<Metrics>,
+}
+
+/// Handle to one connection's outbound lanes (cheap to clone).
+#[derive(Debug, Clone)]
+pub struct Outbound {
+    shared: Arc<Shared>,
+}
+
+/// What the writer should do next.
+#[derive(Debug)]
+pub struct Batch {
+    /// Framed envelopes, concatenated (empty if none).
+    pub frames: Bytes,
+    /// Number of envelopes in `frames`.
+    pub count: usize,
+    /// Close after writing `frames`.
+    pub close: Option<CloseReason>,
+}
+
+impl Outbound {
+    /// New empty lanes.
+    pub fn new(limits: LaneLimits, metrics: Arc<Metrics>) -> Self {
+        Outbound {
+            shared: Arc::new(Shared {
+                state: Mutex::new(LaneState::default()),
+                wake: Notify::new(),
+                abort: CancellationToken::new(),
+                limits,
+                metrics,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LaneState> {
+        // A poisoned lane only means a producer panicked mid-push; the queue
+        // itself is still consistent (pushes are single operations).
+        self.shared.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues a framed envelope on the reliable lane. Returns false if the
+    /// connection is closing (or was just closed for overflowing).
+    pub fn send_reliable(&self, frame: Bytes) -> bool {
+        let mut st = self.lock();
+        if st.close.is_some() {
+            drop(st);
+            self.shared.metrics.dropped(DropReason::ConnectionClosed);
+            return false;
+        }
+        let limits = &self.shared.limits;
+        if st.reliable.len() >= limits.reliable_capacity
+            || st.bytes + frame.len() > limits.max_bytes
+        {
+            drop(st);
+            self.shared.metrics.dropped(DropReason::ConnectionClosed);
+            self.abort(CloseReason::SlowConsumer);
+            return false;
+        }
+        st.bytes += frame.len();
+        st.reliable.push_back(frame);
+        drop(st);
+        self.shared.wake.notify_one();
+        true
+    }
+
+    /// Encodes and queues an envelope on the reliable lane.
+    pub fn send_envelope(&self, envelope: &Envelope) -> bool {
+        self.send_reliable(envelope.encode_framed())
+    }
+
+    /// Queues a framed envelope on the unreliable lane, dropping the oldest
+    /// queued ones if it is full.
+    pub fn send_unreliable(&self, frame: Bytes) {
+        let mut st = self.lock();
+        if st.close.is_some() {
+            drop(st);
+            self.shared.metrics.dropped(DropReason::ConnectionClosed);
+            return;
+        }
+        let limits = self.shared.limits;
+        let mut dropped = 0;
+        while st.unreliable.len() >= limits.unreliable_capacity
+            || (st.bytes + frame.len() > limits.max_bytes && !st.unreliable.is_empty())
+        {
+            if let Some(old) = st.unreliable.pop_front() {
+                st.bytes -= old.len();
+                dropped += 1;
+            }
+        }
+        if st.bytes + frame.len() > limits.max_bytes {
+            dropped += 1;
+        } else {
+            st.bytes += frame.len();
+            st.unreliable.push_back(frame);
+        }
+        drop(st);
+        if dropped > 0 {
+            self.shared
+                .metrics
+                .drop_n(DropReason::UnreliableLaneFull, dropped);
+        }
+        self.shared.wake.notify_one();
+    }
+
+    /// Asks the writer to flush what is queued, then close with `reason`.
+    /// The first reason wins.
+    pub fn close(&self, reason: CloseReason) {
+        let mut st = self.lock();
+        if st.close.is_none() {
+            st.close = Some(reason);
+        }
+        drop(st);
+        self.shared.wake.notify_one();
+    }
+
+    /// Closes at once: queued envelopes are discarded and a writer blocked on
+    /// the socket is interrupted.
+    pub fn abort(&self, reason: CloseReason) {
+        let mut st = self.lock();
+        if st.close.is_none() {
+            st.close = Some(reason);
+        }
+        let discarded = st.reliable.len() + st.unreliable.len();
+        st.reliable.clear();
+        st.unreliable.clear();
+        st.bytes = 0;
+        drop(st);
+        self.shared
+            .metrics
+            .drop_n(DropReason::ConnectionClosed, discarded as u64);
+        self.shared.abort.cancel();
+        self.shared.wake.notify_one();
+    }
+
+    /// The close reason, once a close was requested.
+    pub fn close_reason(&self) -> Option<CloseReason> {
+        self.lock().close
+    }
+
+    /// Cancelled when the connection must stop immediately.
+    pub fn aborted(&self) -> CancellationToken {
+        self.shared.abort.clone()
+    }
+
+    /// Envelopes currently queued (both lanes).
+    pub fn queued(&self) -> usize {
+        let st = self.lock();
+        st.reliable.len() + st.unreliable.len()
+    }
+
+    /// Waits for work and takes up to `max_bytes` of queued frames
+    /// (reliable first; at least one frame even if it is larger).
+    pub async fn next_batch(&self, max_bytes: usize) -> Batch {
+        loop {
+            let notified = self.shared.wake.notified();
+            if let Some(batch) = self.take_batch(max_bytes) {
+                return batch;
+            }
+            notified.await;
+        }
+    }
+
+    fn take_batch(&self, max_bytes: usize) -> Option<Batch> {
+        let mut st = self.lock();
+        if st.reliable.is_empty() && st.unreliable.is_empty() {
+            return st.close.map(|close| Batch {
+                frames: Bytes::new(),
+                count: 0,
+                close: Some(close),
+            });
+        }
+        let mut out = BytesMut::new();
+        let mut count = 0;
+        loop {
+            let next_len = st
+                .reliable
+                .front()
+                .or_else(|| st.unreliable.front())
+                .map(Bytes::len);
+            let Some(len) = next_len else { break };
+            if count > 0 && out.len() + len > max_bytes {
+                break;
+            }
+            let frame = match st.reliable.pop_front() {
+                Some(f) => f,
+                None => match st.unreliable.pop_front() {
+                    Some(f) => f,
+                    None => break,
+                },
+            };
+            st.bytes -= frame.len();
+            out.extend_from_slice(&frame);
+            count += 1;
+        }
+        let close = if st.reliable.is_empty() && st.unreliable.is_empty() {
+            st.close
+        } else {
+            None
+        };
+        Some(Batch {
+            frames: out.freeze(),
+            count,
+            close,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lanes(reliable: usize, unreliable: usize, max_bytes: usize) -> (Outbound, Arc<Metrics>) {
+        let metrics = Arc::new(Metrics::default());
+        let limits = LaneLimits {
+            reliable_capacity: reliable,
+            unreliable_capacity: unreliable,
+            max_bytes,
+        };
+        (Outbound::new(limits, metrics.clone()), metrics)
+    }
+
+    #[tokio::test]
+    async fn unreliable_lane_drops_oldest() {
+        let (out, metrics) = lanes(4, 2, 1 << 20);
+        for i in 0..5u8 {
+            out.send_unreliable(Bytes::from(vec![i]));
+        }
+        let batch = out.next_batch(1024).await;
+        assert_eq!(&batch.frames[..], &[3, 4]);
+        assert_eq!(metrics.drops(DropReason::UnreliableLaneFull), 3);
+    }
+
+    #[tokio::test]
+    async fn reliable_overflow_closes_as_slow_consumer() {
+        let (out, _) = lanes(2, 2, 1 << 20);
+        assert!(out.send_reliable(Bytes::from_static(b"a")));
+        assert!(out.send_reliable(Bytes::from_static(b"b")));
+        assert!(!out.send_reliable(Bytes::from_static(b"c")));
+        assert_eq!(out.close_reason(), Some(CloseReason::SlowConsumer));
+        assert!(out.aborted().is_cancelled());
+        let batch = out.next_batch(1024).await;
+        assert_eq!(batch.count, 0);
+        assert_eq!(batch.close, Some(CloseReason::SlowConsumer));
+    }
+
+    #[tokio::test]
+    async fn byte_cap_bounds_both_lanes() {
+        let (out, _) = lanes(100, 100, 10);
+        out.send_unreliable(Bytes::from(vec![0; 6]));
+        out.send_unreliable(Bytes::from(vec![1; 6]));
+        assert_eq!(out.queued(), 1);
+        assert!(!out.send_reliable(Bytes::from(vec![2; 11])));
+    }
+
+    #[tokio::test]
+    async fn close_flushes_then_closes() {
+        let (out, _) = lanes(8, 8, 1 << 20);
+        out.send_reliable(Bytes::from_static(b"ab"));
+        out.send_unreliable(Bytes::from_static(b"c"));
+        out.close(CloseReason::Shutdown);
+        let batch = out.next_batch(1024).await;
+        assert_eq!(&batch.frames[..], b"abc");
+        assert_eq!(batch.close, Some(CloseReason::Shutdown));
+        assert!(!out.send_reliable(Bytes::from_static(b"late")));
+    }
+
+    #[tokio::test]
+    async fn batches_respect_the_coalescing_cap() {
+        let (out, _) = lanes(8, 8, 1 << 20);
+        for _ in 0..4 {
+            out.send_reliable(Bytes::from(vec![7; 10]));
+        }
+        assert_eq!(out.next_batch(25).await.count, 2);
+        assert_eq!(out.next_batch(25).await.count, 2);
+    }
+}

@@ -1,0 +1,100 @@
+//! The HTTP listener: `/health` (liveness), `/status` (JSON snapshot of the
+//! node) and `/metrics` (Prometheus text).
+//!
+//! What it is not: the auth and account routes arrive with the accounts
+//! service. Every response counts toward `http_requests_total`.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Json, Response};
+use axum::routing::get;
+use serde_json::json;
+use tokio::net::TcpListener;
+
+use crate::node::NodeShared;
+
+/// Serves HTTP until shutdown.
+pub async fn serve(listener: TcpListener, shared: Arc<NodeShared>) {
+    let shutdown = shared.shutdown.clone();
+    let app = router(shared);
+    if let Err(err) = axum::serve(listener, app)
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+    {
+        tracing::error!(error = %err, "HTTP server failed");
+    }
+}
+
+/// The routes.
+pub fn router(shared: Arc<NodeShared>) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/status", get(status))
+        .route("/metrics", get(metrics))
+        .fallback(not_found)
+        .with_state(shared)
+}
+
+async fn health(State(shared): State<Arc<NodeShared>>) -> Json<serde_json::Value> {
+    shared.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
+    Json(json!({
+        "status": "healthy",
+        "node_id": shared.config.server.node_id,
+        "version": env!("CARGO_PKG_VERSION"),
+    }))
+}
+
+async fn status(State(shared): State<Arc<NodeShared>>) -> Json<serde_json::Value> {
+    let m = &shared.metrics;
+    m.http_requests.fetch_add(1, Ordering::Relaxed);
+    let cfg = &shared.config.transport;
+    let rooms = shared.realm.rooms();
+    Json(json!({
+        "status": "healthy",
+        "node_id": shared.config.server.node_id,
+        "version": env!("CARGO_PKG_VERSION"),
+        "uptime_seconds": shared.started.elapsed().as_secs(),
+        "transports": {
+            "websocket": { "enabled": cfg.websocket.enabled, "bind": cfg.websocket.bind },
+            "quic": { "enabled": false, "bind": cfg.quic.bind },
+            "webtransport": { "enabled": false, "bind": cfg.webtransport.bind },
+        },
+        "connections": m.connections_open.load(Ordering::Relaxed),
+        "participants": m.participants.load(Ordering::Relaxed),
+        "default_dimension_participants": shared.realm.lobby_count(),
+        "rooms": rooms,
+        "envelopes_in": m.envelopes_in.load(Ordering::Relaxed),
+        "envelopes_out": m.envelopes_out.load(Ordering::Relaxed),
+        "drops": m.drops_json(),
+        "closes": m.closes_json(),
+        "metrics": {
+            "http_requests_total": m.http_requests.load(Ordering::Relaxed),
+            "connections_total": m.connections_total.load(Ordering::Relaxed),
+            "rpc_calls_total": m.rpc_calls.load(Ordering::Relaxed),
+            "rpc_errors_total": m.rpc_errors.load(Ordering::Relaxed),
+            "handshakes": {
+                "authenticated": m.auth_authenticated.load(Ordering::Relaxed),
+                "guest": m.auth_guest.load(Ordering::Relaxed),
+                "rejected": m.auth_rejected.load(Ordering::Relaxed),
+            },
+        },
+    }))
+}
+
+async fn metrics(State(shared): State<Arc<NodeShared>>) -> Response {
+    shared.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
+    let body = shared.metrics.render_prometheus(shared.realm.room_count());
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+}
+
+async fn not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        Json(json!({"code": "not_found", "message": "no such route"})),
+    )
+        .into_response()
+}

@@ -1,0 +1,38 @@
+//! # citadel-server
+//!
+//! The Citadel node: realtime over WebSocket (handshake, rooms, relay, RPC
+//! routing, backpressure), the HTTP operations endpoints, configuration and
+//! graceful shutdown. The `citadel` binary (`src/main.rs`) is a thin CLI
+//! over [`node::NodeBuilder`].
+//!
+//! ## Layout
+//!
+//! | Module | Role |
+//! | --- | --- |
+//! | [`config`] | TOML + `CITADEL_*` env + CLI flags, validation |
+//! | [`transport`] | WebSocket framing ↔ envelopes, the writer task |
+//! | [`gateway`] | handshake phases, dispatch, outbound lanes, rate limit |
+//! | [`realm`] | rooms, the default dimension, room policy |
+//! | [`rpc`] | method registry with reserved built-in namespaces |
+//! | [`http`] | `/health`, `/status`, `/metrics` |
+//! | [`metrics`] | counters, drop and close reasons |
+//! | [`node`] | wiring, listeners, shutdown |
+//!
+//! What it is not (yet): QUIC/WebTransport, accounts, the Lua runtime and
+//! transform sync arrive in their own modules; their config keys are
+//! accepted so existing configuration files load.
+
+#![forbid(unsafe_code)]
+
+pub mod banner;
+pub mod config;
+pub mod gateway;
+pub mod http;
+pub mod metrics;
+pub mod node;
+pub mod realm;
+pub mod rpc;
+pub mod transport;
+
+pub use config::Config;
+pub use node::{NodeBuilder, RunningNode};

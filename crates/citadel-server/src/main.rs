@@ -1,0 +1,162 @@
+//! `citadel`: serve (default), check a config, print the version.
+//!
+//! `citadel [serve] [--config F]` runs the node until SIGINT/SIGTERM (a
+//! second signal exits at once); `citadel check [--config F]` validates and
+//! exits non-zero with a message naming the bad key; `citadel version`.
+
+use std::path::PathBuf;
+
+use citadel_server::config::{CliOverrides, Config, ConfigSource};
+use citadel_server::{NodeBuilder, banner};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(name = "citadel", version, about = "Citadel realtime game server")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Config file (default: ./citadel.toml if present, else built-in defaults).
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    /// Overrides logging.level.
+    #[arg(long, global = true)]
+    log_level: Option<String>,
+    /// Overrides http.bind.
+    #[arg(long, global = true)]
+    bind: Option<String>,
+    /// Overrides server.node_id.
+    #[arg(long, global = true)]
+    node_id: Option<String>,
+}
+
+#[derive(Subcommand, Debug, Clone, Copy, PartialEq, Eq)]
+enum Command {
+    /// Serve (the default).
+    Serve,
+    /// Validate the configuration and exit.
+    Check,
+    /// Print the version.
+    Version,
+}
+
+fn load(cli: &Cli) -> Result<(Config, ConfigSource), String> {
+    let overrides = CliOverrides {
+        log_level: cli.log_level.clone(),
+        http_bind: cli.bind.clone(),
+        node_id: cli.node_id.clone(),
+    };
+    Config::load(cli.config.as_deref(), std::env::vars(), &overrides).map_err(|e| e.to_string())
+}
+
+fn init_logging(config: &Config) {
+    let filter = tracing_subscriber::EnvFilter::try_new(&config.logging.level)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .with_writer(std::io::stderr);
+    if config.logging.format == "json" {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Version => {
+            println!("citadel {}", env!("CARGO_PKG_VERSION"));
+            std::process::ExitCode::SUCCESS
+        }
+        Command::Check => match load(&cli) {
+            Ok((config, _)) => {
+                println!(
+                    "config ok: node_id={} bind={} log_level={} log_format={}",
+                    config.server.node_id,
+                    config.http.bind,
+                    config.logging.level,
+                    config.logging.format
+                );
+                std::process::ExitCode::SUCCESS
+            }
+            Err(err) => {
+                eprintln!("error: {err}");
+                std::process::ExitCode::from(2)
+            }
+        },
+        Command::Serve => {
+            let (config, source) = match load(&cli) {
+                Ok(loaded) => loaded,
+                Err(err) => {
+                    eprintln!("error: {err}");
+                    return std::process::ExitCode::from(2);
+                }
+            };
+            init_logging(&config);
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(err) => {
+                    eprintln!("error: cannot start the async runtime: {err}");
+                    return std::process::ExitCode::FAILURE;
+                }
+            };
+            match runtime.block_on(serve(config, source)) {
+                Ok(()) => std::process::ExitCode::SUCCESS,
+                Err(err) => {
+                    eprintln!("error: {err:#}");
+                    std::process::ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
+
+async fn serve(config: Config, source: ConfigSource) -> anyhow::Result<()> {
+    let node = NodeBuilder::new(config.clone()).start().await?;
+    let ws = node.ws_addr.map(|a| a.to_string());
+    println!(
+        "{}",
+        banner::render(&config, &source, &node.http_addr.to_string(), ws.as_deref())
+    );
+    tracing::info!(node_id = %config.server.node_id, http = %node.http_addr, "serving");
+    wait_for_signal().await;
+    tracing::info!(
+        grace_ms = config.shutdown.grace_ms,
+        "shutting down; a second signal exits at once"
+    );
+    node.shutdown();
+    tokio::spawn(async {
+        wait_for_signal().await;
+        eprintln!("second signal: exiting now");
+        std::process::exit(130);
+    });
+    node.wait().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

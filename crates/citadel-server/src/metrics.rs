@@ -1,0 +1,346 @@
+//! The node's counters and gauges, rendered for `/status` (JSON) and
+//! `/metrics` (Prometheus text format 0.0.4).
+//!
+//! Plain atomics owned by one `Metrics` value shared through `Arc`; every
+//! drop and every close has a named reason so an operator can see which
+//! bound tripped. Not a general metrics registry.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+macro_rules! reasons {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $label:literal,)* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name { $($(#[$vdoc])* $variant,)* }
+        impl $name {
+            /// Every reason, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
+            /// The stable label used in metrics.
+            pub fn label(self) -> &'static str {
+                match self { $($name::$variant => $label,)* }
+            }
+        }
+    };
+}
+
+reasons!(
+    /// Why an inbound or outbound envelope was not delivered.
+    DropReason {
+        /// The connection's inbound token bucket was empty.
+        RateLimited => "rate_limited",
+        /// A client sent a kind only the server may send.
+        ServerOnlyKind => "server_only_kind",
+        /// A reserved (29-99) or zero kind.
+        ReservedKind => "reserved_kind",
+        /// A client kind whose feature this node does not serve.
+        UnsupportedKind => "unsupported_kind",
+        /// A body that did not decode (RPC, rooms).
+        MalformedBody => "malformed_body",
+        /// An envelope sent before the handshake finished (datagrams).
+        PreAuth => "pre_auth",
+        /// The unreliable lane was full: the oldest envelope was dropped.
+        UnreliableLaneFull => "unreliable_lane_full",
+        /// A room request that named a room the sender is not in.
+        StaleRoomId => "stale_room_id",
+        /// A join refused by policy, capacity, `open`, or a missing room.
+        RoomJoinRefused => "room_join_refused",
+        /// A create refused because `rooms.max_rooms` is reached.
+        RoomLimit => "room_limit",
+        /// A room name that is empty or too long.
+        BadRoomName => "bad_room_name",
+        /// Envelopes still queued when their connection closed.
+        ConnectionClosed => "connection_closed",
+    }
+);
+
+reasons!(
+    /// Why the server closed a connection.
+    CloseReason {
+        /// The client disconnected or closed normally.
+        ClientClosed => "client_closed",
+        /// The handshake was rejected.
+        AuthRejected => "auth_rejected",
+        /// No first frame within the handshake timeout.
+        HandshakeTimeout => "handshake_timeout",
+        /// A framing error or a frame over the inbound limit.
+        FramingError => "framing_error",
+        /// A text WebSocket message.
+        TextMessage => "text_message",
+        /// A second KIND_AUTH after acceptance.
+        DuplicateAuth => "duplicate_auth",
+        /// The reliable lane or byte cap overflowed (the client reads too slowly).
+        SlowConsumer => "slow_consumer",
+        /// No traffic within the heartbeat timeout.
+        HeartbeatTimeout => "heartbeat_timeout",
+        /// `transport.limits.max_connections` reached.
+        ServerFull => "server_full",
+        /// The node is shutting down.
+        Shutdown => "shutdown",
+        /// A transport error.
+        TransportError => "transport_error",
+    }
+);
+
+impl CloseReason {
+    /// WebSocket close code and the human-readable reason sent with it.
+    pub fn websocket_close(self) -> (u16, &'static str) {
+        match self {
+            CloseReason::ClientClosed => (1000, "closed"),
+            CloseReason::AuthRejected => (1008, "authentication rejected"),
+            CloseReason::HandshakeTimeout => {
+                (1008, "handshake timeout: first frame must be KIND_AUTH")
+            }
+            CloseReason::FramingError => (1002, "invalid frame"),
+            CloseReason::TextMessage => {
+                (1003, "text messages are not supported; send binary frames")
+            }
+            CloseReason::DuplicateAuth => (1008, "duplicate KIND_AUTH"),
+            CloseReason::SlowConsumer => (1008, "outbound queue full: client reads too slowly"),
+            CloseReason::HeartbeatTimeout => (1001, "heartbeat timeout"),
+            CloseReason::ServerFull => (1013, "server full, try again later"),
+            CloseReason::Shutdown => (1001, "server shutting down"),
+            CloseReason::TransportError => (1011, "transport error"),
+        }
+    }
+}
+
+/// Handshake outcomes, counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandshakeOutcome {
+    /// Token accepted.
+    Authenticated,
+    /// Guest accepted.
+    Guest,
+    /// Rejected (any reason).
+    Rejected,
+}
+
+/// All counters of one node.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    /// Open realtime connections (including handshaking ones).
+    pub connections_open: AtomicI64,
+    /// Connections accepted since start.
+    pub connections_total: AtomicU64,
+    /// Authenticated participants online.
+    pub participants: AtomicI64,
+    /// Envelopes received from clients (after framing).
+    pub envelopes_in: AtomicU64,
+    /// Envelopes written to clients.
+    pub envelopes_out: AtomicU64,
+    /// Bytes received on realtime connections.
+    pub bytes_in: AtomicU64,
+    /// Bytes written on realtime connections.
+    pub bytes_out: AtomicU64,
+    /// Handshakes accepted with a token.
+    pub auth_authenticated: AtomicU64,
+    /// Handshakes accepted as guests.
+    pub auth_guest: AtomicU64,
+    /// Handshakes rejected.
+    pub auth_rejected: AtomicU64,
+    /// RPC requests answered.
+    pub rpc_calls: AtomicU64,
+    /// RPC requests answered with an error.
+    pub rpc_errors: AtomicU64,
+    /// HTTP requests served.
+    pub http_requests: AtomicU64,
+    drops: [AtomicU64; 12],
+    closes: [AtomicU64; 11],
+}
+
+fn index_of<T: PartialEq>(all: &[T], item: &T) -> usize {
+    all.iter().position(|x| x == item).unwrap_or(0)
+}
+
+impl Metrics {
+    /// Counts `n` drops for `reason`.
+    pub fn drop_n(&self, reason: DropReason, n: u64) {
+        if let Some(c) = self.drops.get(index_of(DropReason::ALL, &reason)) {
+            c.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+    /// Counts one drop.
+    pub fn dropped(&self, reason: DropReason) {
+        self.drop_n(reason, 1);
+    }
+    /// Drops so far for `reason`.
+    pub fn drops(&self, reason: DropReason) -> u64 {
+        self.drops
+            .get(index_of(DropReason::ALL, &reason))
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+    /// Counts a close.
+    pub fn closed(&self, reason: CloseReason) {
+        if let Some(c) = self.closes.get(index_of(CloseReason::ALL, &reason)) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    /// Closes so far for `reason`.
+    pub fn closes(&self, reason: CloseReason) -> u64 {
+        self.closes
+            .get(index_of(CloseReason::ALL, &reason))
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+    /// Counts a handshake outcome.
+    pub fn handshake(&self, outcome: HandshakeOutcome) {
+        let c = match outcome {
+            HandshakeOutcome::Authenticated => &self.auth_authenticated,
+            HandshakeOutcome::Guest => &self.auth_guest,
+            HandshakeOutcome::Rejected => &self.auth_rejected,
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Drops by reason as a JSON object.
+    pub fn drops_json(&self) -> serde_json::Value {
+        DropReason::ALL
+            .iter()
+            .map(|r| (r.label().to_owned(), serde_json::json!(self.drops(*r))))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    }
+
+    /// Closes by reason as a JSON object.
+    pub fn closes_json(&self) -> serde_json::Value {
+        CloseReason::ALL
+            .iter()
+            .map(|r| (r.label().to_owned(), serde_json::json!(self.closes(*r))))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    }
+
+    /// Prometheus text exposition.
+    pub fn render_prometheus(&self, rooms: usize) -> String {
+        let mut out = String::with_capacity(4096);
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let gauge = |out: &mut String, name: &str, help: &str, v: i64| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+        };
+        let counter = |out: &mut String, name: &str, help: &str, v: u64| {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}"
+            );
+        };
+        gauge(
+            &mut out,
+            "citadel_connections_open",
+            "Open realtime connections.",
+            self.connections_open.load(Ordering::Relaxed),
+        );
+        gauge(
+            &mut out,
+            "citadel_participants",
+            "Authenticated participants online.",
+            self.participants.load(Ordering::Relaxed),
+        );
+        gauge(&mut out, "citadel_rooms", "Live rooms.", rooms as i64);
+        counter(
+            &mut out,
+            "citadel_connections_total",
+            "Realtime connections accepted.",
+            load(&self.connections_total),
+        );
+        counter(
+            &mut out,
+            "citadel_envelopes_in_total",
+            "Envelopes received from clients.",
+            load(&self.envelopes_in),
+        );
+        counter(
+            &mut out,
+            "citadel_envelopes_out_total",
+            "Envelopes written to clients.",
+            load(&self.envelopes_out),
+        );
+        counter(
+            &mut out,
+            "citadel_bytes_in_total",
+            "Realtime bytes received.",
+            load(&self.bytes_in),
+        );
+        counter(
+            &mut out,
+            "citadel_bytes_out_total",
+            "Realtime bytes written.",
+            load(&self.bytes_out),
+        );
+        counter(
+            &mut out,
+            "citadel_rpc_calls_total",
+            "RPC requests answered.",
+            load(&self.rpc_calls),
+        );
+        counter(
+            &mut out,
+            "citadel_rpc_errors_total",
+            "RPC requests answered with an error.",
+            load(&self.rpc_errors),
+        );
+        counter(
+            &mut out,
+            "citadel_http_requests_total",
+            "HTTP requests served.",
+            load(&self.http_requests),
+        );
+        let _ = writeln!(
+            out,
+            "# HELP citadel_handshakes_total Realtime handshakes by outcome.\n# TYPE citadel_handshakes_total counter"
+        );
+        for (label, c) in [
+            ("authenticated", &self.auth_authenticated),
+            ("guest", &self.auth_guest),
+            ("rejected", &self.auth_rejected),
+        ] {
+            let _ = writeln!(
+                out,
+                "citadel_handshakes_total{{outcome=\"{label}\"}} {}",
+                load(c)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP citadel_drops_total Envelopes not delivered, by reason.\n# TYPE citadel_drops_total counter"
+        );
+        for r in DropReason::ALL {
+            let _ = writeln!(
+                out,
+                "citadel_drops_total{{reason=\"{}\"}} {}",
+                r.label(),
+                self.drops(*r)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP citadel_closes_total Connections closed by the server, by reason.\n# TYPE citadel_closes_total counter"
+        );
+        for r in CloseReason::ALL {
+            let _ = writeln!(
+                out,
+                "citadel_closes_total{{reason=\"{}\"}} {}",
+                r.label(),
+                self.closes(*r)
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrays_cover_every_reason() {
+        let m = Metrics::default();
+        assert_eq!(m.drops.len(), DropReason::ALL.len());
+        assert_eq!(m.closes.len(), CloseReason::ALL.len());
+        m.dropped(DropReason::ConnectionClosed);
+        m.closed(CloseReason::TransportError);
+        assert_eq!(m.drops(DropReason::ConnectionClosed), 1);
+        assert_eq!(m.closes(CloseReason::TransportError), 1);
+        let text = m.render_prometheus(0);
+        assert!(text.contains("citadel_drops_total{reason=\"connection_closed\"} 1"));
+    }
+}

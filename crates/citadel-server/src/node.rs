@@ -1,0 +1,213 @@
+//! Assembling and running a node: shared state, listeners, shutdown.
+//!
+//! [`NodeBuilder`] takes the validated config plus the pluggable parts
+//! (session validator, room policy, RPC handlers) and [`NodeBuilder::start`]
+//! binds the HTTP and WebSocket listeners (port 0 works, for tests) and
+//! returns a [`RunningNode`]. Shutdown: [`RunningNode::shutdown`] stops
+//! accepting, asks every connection to flush and close with a going-away
+//! code, and [`RunningNode::wait`] returns when all tasks ended (bounded by
+//! `shutdown.grace_ms`).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::Config;
+use crate::gateway::handshake::{RejectAllTokens, SessionValidator};
+use crate::metrics::Metrics;
+use crate::realm::{DefaultRoomPolicy, Realm, RoomPolicy};
+use crate::rpc::{RpcHandler, RpcRegistry};
+
+/// State shared by every task of a node.
+pub struct NodeShared {
+    /// The validated configuration.
+    pub config: Config,
+    /// Counters.
+    pub metrics: Arc<Metrics>,
+    /// Rooms and membership.
+    pub realm: Realm,
+    /// RPC methods.
+    pub rpc: RpcRegistry,
+    /// Session-token validation.
+    pub validator: Arc<dyn SessionValidator>,
+    /// Cancelled when the node shuts down.
+    pub shutdown: CancellationToken,
+    /// Connection and RPC tasks.
+    pub tasks: TaskTracker,
+    /// Realtime connection slots (`transport.limits.max_connections`).
+    pub connection_slots: Arc<Semaphore>,
+    /// When the node started.
+    pub started: Instant,
+    next_participant: AtomicU64,
+}
+
+impl std::fmt::Debug for NodeShared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeShared")
+            .field("node_id", &self.config.server.node_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NodeShared {
+    /// A fresh participant id: non-zero, never reused while the process lives.
+    pub fn next_participant_id(&self) -> u64 {
+        self.next_participant.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// Configures a node before it starts.
+pub struct NodeBuilder {
+    config: Config,
+    validator: Arc<dyn SessionValidator>,
+    policy: Option<Arc<dyn RoomPolicy>>,
+    rpc: RpcRegistry,
+}
+
+impl NodeBuilder {
+    /// Starts from a validated config with the built-in policy and a
+    /// validator that rejects every token.
+    pub fn new(config: Config) -> Self {
+        NodeBuilder {
+            config,
+            validator: Arc::new(RejectAllTokens),
+            policy: None,
+            rpc: RpcRegistry::default(),
+        }
+    }
+
+    /// Replaces the session validator.
+    pub fn session_validator(mut self, validator: Arc<dyn SessionValidator>) -> Self {
+        self.validator = validator;
+        self
+    }
+
+    /// Replaces the room policy.
+    pub fn room_policy(mut self, policy: Arc<dyn RoomPolicy>) -> Self {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// Registers an RPC method implemented in Rust (an embedder's or a
+    /// built-in service's).
+    pub fn rpc(self, method: &str, handler: impl RpcHandler) -> Self {
+        if let Err(err) = self.rpc.register_builtin(method, Arc::new(handler)) {
+            tracing::warn!(method, error = %err, "RPC method not registered");
+        }
+        self
+    }
+
+    /// Binds the listeners and starts serving.
+    pub async fn start(self) -> anyhow::Result<RunningNode> {
+        let config = self.config;
+        config.validate()?;
+        let policy = self.policy.unwrap_or_else(|| {
+            Arc::new(DefaultRoomPolicy {
+                default_max_players: config.rooms.default_max_players,
+            })
+        });
+        let http_listener = TcpListener::bind(config.http_addr()?)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot bind http.bind {}: {e}", config.http.bind))?;
+        let ws_listener = if config.transport.websocket.enabled {
+            let addr = config.websocket_addr()?;
+            Some(TcpListener::bind(addr).await.map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot bind transport.websocket.bind {}: {e}",
+                    config.transport.websocket.bind
+                )
+            })?)
+        } else {
+            None
+        };
+        for (name, t) in [
+            ("quic", &config.transport.quic),
+            ("webtransport", &config.transport.webtransport),
+        ] {
+            if t.enabled {
+                tracing::warn!(
+                    transport = name,
+                    "transport.{name}.enabled is set, but this build serves WebSocket only"
+                );
+            }
+        }
+        let shared = Arc::new(NodeShared {
+            metrics: Arc::new(Metrics::default()),
+            realm: Realm::new(config.rooms.clone(), policy),
+            rpc: self.rpc,
+            validator: self.validator,
+            shutdown: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+            connection_slots: Arc::new(Semaphore::new(config.transport.limits.max_connections)),
+            started: Instant::now(),
+            next_participant: AtomicU64::new(1),
+            config,
+        });
+        let http_addr = http_listener.local_addr()?;
+        let http = tokio::spawn(crate::http::serve(http_listener, shared.clone()));
+        let ws_addr = match ws_listener {
+            Some(listener) => {
+                let addr = listener.local_addr()?;
+                shared
+                    .tasks
+                    .spawn(crate::transport::ws::serve(listener, shared.clone()));
+                Some(addr)
+            }
+            None => None,
+        };
+        Ok(RunningNode {
+            http_addr,
+            ws_addr,
+            shared,
+            http,
+        })
+    }
+}
+
+/// A serving node.
+pub struct RunningNode {
+    /// Bound HTTP address.
+    pub http_addr: SocketAddr,
+    /// Bound WebSocket address (if enabled).
+    pub ws_addr: Option<SocketAddr>,
+    shared: Arc<NodeShared>,
+    http: tokio::task::JoinHandle<()>,
+}
+
+impl RunningNode {
+    /// Shared state (metrics, realm, config).
+    pub fn shared(&self) -> &Arc<NodeShared> {
+        &self.shared
+    }
+
+    /// `ws://` URL of the WebSocket listener.
+    pub fn ws_url(&self) -> Option<String> {
+        self.ws_addr.map(|a| format!("ws://{a}/"))
+    }
+
+    /// Stops accepting and asks every connection to flush and close.
+    pub fn shutdown(&self) {
+        self.shared.shutdown.cancel();
+    }
+
+    /// Waits until every connection ended (after [`RunningNode::shutdown`]),
+    /// at most the grace period plus a second.
+    pub async fn wait(self) {
+        self.shared.tasks.close();
+        let grace =
+            Duration::from_millis(self.shared.config.shutdown.grace_ms) + Duration::from_secs(1);
+        if tokio::time::timeout(grace, self.shared.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("shutdown grace elapsed with connections still open");
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.http).await;
+    }
+}

@@ -1,0 +1,608 @@
+//! The realm: every participant's place (a room, or the implicit default
+//! dimension shared by all room-less participants) and the room registry.
+//!
+//! One owner: the realm's mutex guards membership, names and labels; it is
+//! never held across an `.await` (policy hooks run outside it). Each place
+//! publishes an immutable member list ([`Scope`]) that relay fan-out reads
+//! without touching the realm lock. Call order per participant:
+//! [`Realm::register`] → any of `join_or_create` / `join_by_id` / `leave` /
+//! `map_ready` → [`Realm::unregister`].
+
+mod policy;
+
+pub use policy::{DefaultRoomPolicy, PolicyContext, RoomLabel, RoomPolicy};
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use bytes::Bytes;
+use citadel_wire::WireBody;
+use citadel_wire::room::{RoomJoined, RoomLeave};
+use tokio::sync::OnceCell;
+
+use crate::config::RoomsConfig;
+use crate::gateway::outbound::Outbound;
+
+/// One member of a place, as fan-out sees it.
+#[derive(Debug, Clone)]
+pub struct Member {
+    /// Participant id.
+    pub participant_id: u64,
+    /// Its outbound lanes.
+    pub outbound: Outbound,
+}
+
+/// A place's published member list: a room or the default dimension (id 0).
+#[derive(Debug)]
+pub struct Scope {
+    room_id: u64,
+    members: RwLock<Arc<[Member]>>,
+}
+
+impl Scope {
+    fn new(room_id: u64) -> Arc<Self> {
+        Arc::new(Scope {
+            room_id,
+            members: RwLock::new(Arc::from(Vec::new())),
+        })
+    }
+    /// 0 for the default dimension.
+    pub fn room_id(&self) -> u64 {
+        self.room_id
+    }
+    /// The current members (cheap clone of an immutable list).
+    pub fn members(&self) -> Arc<[Member]> {
+        self.members
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+    fn publish(&self, members: Vec<Member>) {
+        *self.members.write().unwrap_or_else(|p| p.into_inner()) = Arc::from(members);
+    }
+}
+
+/// Why a join did not happen (no success frame is sent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum JoinRefused {
+    /// Empty or too long a name.
+    #[error("invalid room name")]
+    BadName,
+    /// `rooms.max_rooms` reached.
+    #[error("room limit reached")]
+    RoomLimit,
+    /// No such room (or it was pruned).
+    #[error("no such room")]
+    NoSuchRoom,
+    /// The room is closed to joins.
+    #[error("room closed")]
+    Closed,
+    /// The room is at `max_players`.
+    #[error("room full")]
+    Full,
+    /// The admission policy said no.
+    #[error("admission denied")]
+    Denied,
+}
+
+/// A room as `/status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RoomStatus {
+    /// Room id.
+    pub id: u64,
+    /// The join key (lossy UTF-8).
+    pub name: String,
+    /// Map label.
+    pub map: String,
+    /// Mode label.
+    pub mode: String,
+    /// Members now.
+    pub members: usize,
+    /// Members that sent MAP_READY.
+    pub ready: usize,
+    /// Cap (0 = unlimited).
+    pub max_players: u32,
+    /// Open to joins.
+    pub open: bool,
+}
+
+#[derive(Debug)]
+struct RoomState {
+    name: Vec<u8>,
+    label: RoomLabel,
+    members: Vec<u64>,
+    ready: HashSet<u64>,
+    scope: Arc<Scope>,
+}
+
+#[derive(Debug)]
+struct ParticipantState {
+    outbound: Outbound,
+    user_id: Option<String>,
+    room: Option<u64>,
+    scope: Arc<Mutex<Arc<Scope>>>,
+}
+
+type NameCell = Arc<OnceCell<Option<u64>>>;
+
+#[derive(Debug, Default)]
+struct RealmState {
+    rooms: HashMap<u64, RoomState>,
+    names: HashMap<Vec<u8>, NameCell>,
+    participants: HashMap<u64, ParticipantState>,
+    lobby: Vec<u64>,
+    next_room_id: u64,
+}
+
+/// Where a participant's relay goes: updated by the realm when it moves.
+#[derive(Debug, Clone)]
+pub struct Place {
+    cell: Arc<Mutex<Arc<Scope>>>,
+}
+
+impl Place {
+    /// The scope the participant is in now.
+    pub fn scope(&self) -> Arc<Scope> {
+        self.cell.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// The room registry and membership owner.
+pub struct Realm {
+    state: Mutex<RealmState>,
+    lobby: Arc<Scope>,
+    policy: Arc<dyn RoomPolicy>,
+    config: RoomsConfig,
+}
+
+impl std::fmt::Debug for Realm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Realm").finish_non_exhaustive()
+    }
+}
+
+impl Realm {
+    /// An empty realm using `policy`.
+    pub fn new(config: RoomsConfig, policy: Arc<dyn RoomPolicy>) -> Self {
+        Realm {
+            state: Mutex::new(RealmState {
+                next_room_id: 1,
+                ..Default::default()
+            }),
+            lobby: Scope::new(0),
+            policy,
+            config,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, RealmState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Adds an accepted participant to the default dimension.
+    pub fn register(
+        &self,
+        participant_id: u64,
+        user_id: Option<String>,
+        outbound: Outbound,
+    ) -> Place {
+        let cell = Arc::new(Mutex::new(self.lobby.clone()));
+        let mut st = self.lock();
+        st.participants.insert(
+            participant_id,
+            ParticipantState {
+                outbound,
+                user_id,
+                room: None,
+                scope: cell.clone(),
+            },
+        );
+        st.lobby.push(participant_id);
+        self.publish_lobby(&st);
+        Place { cell }
+    }
+
+    /// Removes a participant everywhere at once (disconnect); prunes its
+    /// room if it was the last member.
+    pub fn unregister(&self, participant_id: u64) {
+        let mut st = self.lock();
+        self.detach(&mut st, participant_id, false);
+        st.participants.remove(&participant_id);
+    }
+
+    fn context(&self, participant_id: u64) -> PolicyContext {
+        let st = self.lock();
+        PolicyContext {
+            participant_id,
+            user_id: st
+                .participants
+                .get(&participant_id)
+                .and_then(|p| p.user_id.clone()),
+        }
+    }
+
+    /// Joins the room named `params`, creating it (and running the create
+    /// policy once) if it does not exist. The creator is admitted without the
+    /// join hook; later callers go through it.
+    pub async fn join_or_create(
+        &self,
+        participant_id: u64,
+        params: Bytes,
+    ) -> Result<u64, JoinRefused> {
+        if params.is_empty() || params.len() > self.config.max_name_bytes {
+            return Err(JoinRefused::BadName);
+        }
+        let ctx = self.context(participant_id);
+        for _ in 0..4 {
+            let cell = {
+                let mut st = self.lock();
+                if let Some(id) = st.participants.get(&participant_id).and_then(|p| p.room)
+                    && st.rooms.get(&id).is_some_and(|r| r.name == params)
+                {
+                    // Already there: answer again (idempotent).
+                    self.send_joined(&st, participant_id, id);
+                    return Ok(id);
+                }
+                st.names.entry(params.to_vec()).or_default().clone()
+            };
+            let created = AtomicBool::new(false);
+            let outcome = cell
+                .get_or_init(|| async {
+                    created.store(true, Ordering::Relaxed);
+                    let label = self
+                        .policy
+                        .on_room_create(ctx.clone(), params.clone())
+                        .await;
+                    let mut st = self.lock();
+                    if st.rooms.len() >= self.config.max_rooms
+                        || !st.participants.contains_key(&participant_id)
+                    {
+                        return None;
+                    }
+                    let id = st.next_room_id;
+                    st.next_room_id += 1;
+                    st.rooms.insert(
+                        id,
+                        RoomState {
+                            name: params.to_vec(),
+                            label,
+                            members: Vec::new(),
+                            ready: HashSet::new(),
+                            scope: Scope::new(id),
+                        },
+                    );
+                    self.move_into(&mut st, participant_id, id);
+                    Some(id)
+                })
+                .await;
+            let Some(room_id) = *outcome else {
+                let mut st = self.lock();
+                if st
+                    .names
+                    .get(params.as_ref())
+                    .is_some_and(|c| Arc::ptr_eq(c, &cell))
+                {
+                    st.names.remove(params.as_ref());
+                }
+                return Err(JoinRefused::RoomLimit);
+            };
+            if created.load(Ordering::Relaxed) {
+                return Ok(room_id);
+            }
+            match self.admit(participant_id, room_id, ctx.clone()).await {
+                Err(JoinRefused::NoSuchRoom) => {
+                    // Pruned between lookup and join: forget the stale name and retry.
+                    let mut st = self.lock();
+                    if st
+                        .names
+                        .get(params.as_ref())
+                        .is_some_and(|c| Arc::ptr_eq(c, &cell))
+                    {
+                        st.names.remove(params.as_ref());
+                    }
+                }
+                other => return other,
+            }
+        }
+        Err(JoinRefused::NoSuchRoom)
+    }
+
+    /// Joins an existing room by id through the admission policy.
+    pub async fn join_by_id(&self, participant_id: u64, room_id: u64) -> Result<u64, JoinRefused> {
+        {
+            let st = self.lock();
+            if st.participants.get(&participant_id).and_then(|p| p.room) == Some(room_id) {
+                self.send_joined(&st, participant_id, room_id);
+                return Ok(room_id);
+            }
+            self.check_capacity(&st, room_id)?;
+        }
+        let ctx = self.context(participant_id);
+        self.admit(participant_id, room_id, ctx).await
+    }
+
+    async fn admit(
+        &self,
+        participant_id: u64,
+        room_id: u64,
+        ctx: PolicyContext,
+    ) -> Result<u64, JoinRefused> {
+        if !self.policy.on_room_join(ctx, room_id).await {
+            return Err(JoinRefused::Denied);
+        }
+        let mut st = self.lock();
+        if !st.participants.contains_key(&participant_id) {
+            return Err(JoinRefused::NoSuchRoom);
+        }
+        if st.participants.get(&participant_id).and_then(|p| p.room) == Some(room_id) {
+            self.send_joined(&st, participant_id, room_id);
+            return Ok(room_id);
+        }
+        self.check_capacity(&st, room_id)?;
+        self.move_into(&mut st, participant_id, room_id);
+        Ok(room_id)
+    }
+
+    fn check_capacity(&self, st: &RealmState, room_id: u64) -> Result<(), JoinRefused> {
+        let room = st.rooms.get(&room_id).ok_or(JoinRefused::NoSuchRoom)?;
+        if !room.label.open {
+            return Err(JoinRefused::Closed);
+        }
+        let max = room.label.max_players as usize;
+        if max != 0 && room.members.len() >= max {
+            return Err(JoinRefused::Full);
+        }
+        Ok(())
+    }
+
+    /// Leaves `room_id` if that is the participant's room (back to the
+    /// default dimension, with a ROOM_LEAVE notice). `false` for a stale id.
+    pub fn leave(&self, participant_id: u64, room_id: u64) -> bool {
+        let mut st = self.lock();
+        if room_id == 0
+            || st.participants.get(&participant_id).and_then(|p| p.room) != Some(room_id)
+        {
+            return false;
+        }
+        self.detach(&mut st, participant_id, true);
+        st.lobby.push(participant_id);
+        self.publish_lobby(&st);
+        self.set_place(&st, participant_id, self.lobby.clone());
+        true
+    }
+
+    /// Marks the participant ready in `room_id`; `false` (no effect) for a
+    /// wrong or stale id.
+    pub fn map_ready(&self, participant_id: u64, room_id: u64) -> bool {
+        let mut st = self.lock();
+        if st.participants.get(&participant_id).and_then(|p| p.room) != Some(room_id) {
+            return false;
+        }
+        st.rooms.get_mut(&room_id).is_some_and(|room| {
+            room.ready.insert(participant_id);
+            true
+        })
+    }
+
+    /// Every live room, ordered by id.
+    pub fn rooms(&self) -> Vec<RoomStatus> {
+        let st = self.lock();
+        let mut out: Vec<RoomStatus> = st
+            .rooms
+            .iter()
+            .map(|(id, r)| RoomStatus {
+                id: *id,
+                name: String::from_utf8_lossy(&r.name).into_owned(),
+                map: r.label.map.clone(),
+                mode: r.label.mode.clone(),
+                members: r.members.len(),
+                ready: r.ready.len(),
+                max_players: r.label.max_players,
+                open: r.label.open,
+            })
+            .collect();
+        out.sort_by_key(|r| r.id);
+        out
+    }
+
+    /// Live rooms.
+    pub fn room_count(&self) -> usize {
+        self.lock().rooms.len()
+    }
+
+    /// Participants in the default dimension.
+    pub fn lobby_count(&self) -> usize {
+        self.lock().lobby.len()
+    }
+
+    /// The participant's room (`None` = default dimension or unknown).
+    pub fn room_of(&self, participant_id: u64) -> Option<u64> {
+        self.lock()
+            .participants
+            .get(&participant_id)
+            .and_then(|p| p.room)
+    }
+
+    // ---- helpers: all run under the realm lock ----
+
+    fn members_of(st: &RealmState, ids: &[u64]) -> Vec<Member> {
+        ids.iter()
+            .filter_map(|id| {
+                st.participants.get(id).map(|p| Member {
+                    participant_id: *id,
+                    outbound: p.outbound.clone(),
+                })
+            })
+            .collect()
+    }
+
+    fn publish_lobby(&self, st: &RealmState) {
+        self.lobby.publish(Self::members_of(st, &st.lobby));
+    }
+
+    fn set_place(&self, st: &RealmState, participant_id: u64, scope: Arc<Scope>) {
+        if let Some(p) = st.participants.get(&participant_id) {
+            *p.scope.lock().unwrap_or_else(|e| e.into_inner()) = scope;
+        }
+    }
+
+    fn send_joined(&self, st: &RealmState, participant_id: u64, room_id: u64) {
+        if let (Some(p), Some(room)) =
+            (st.participants.get(&participant_id), st.rooms.get(&room_id))
+        {
+            let joined = RoomJoined {
+                room_id,
+                map: room.label.map.clone(),
+                mode: room.label.mode.clone(),
+            };
+            p.outbound.send_envelope(&joined.to_envelope());
+        }
+    }
+
+    /// Removes the participant from its current place (room or default
+    /// dimension), pruning an emptied room. With `notify`, a room exit sends
+    /// ROOM_LEAVE to the participant.
+    fn detach(&self, st: &mut RealmState, participant_id: u64, notify: bool) {
+        let Some(current) = st.participants.get(&participant_id).map(|p| p.room) else {
+            return;
+        };
+        match current {
+            None => {
+                st.lobby.retain(|id| *id != participant_id);
+                self.publish_lobby(st);
+            }
+            Some(room_id) => {
+                let mut prune = None;
+                if let Some(room) = st.rooms.get_mut(&room_id) {
+                    room.members.retain(|id| *id != participant_id);
+                    room.ready.remove(&participant_id);
+                    if room.members.is_empty() {
+                        prune = Some(room.name.clone());
+                    }
+                }
+                if let Some(room) = st.rooms.get(&room_id) {
+                    room.scope.publish(Self::members_of(st, &room.members));
+                }
+                if let Some(name) = prune {
+                    st.rooms.remove(&room_id);
+                    let stale = st
+                        .names
+                        .get(&name)
+                        .is_some_and(|cell| cell.get() == Some(&Some(room_id)));
+                    if stale {
+                        st.names.remove(&name);
+                    }
+                }
+                if notify && let Some(p) = st.participants.get(&participant_id) {
+                    p.outbound
+                        .send_envelope(&RoomLeave { room_id }.to_envelope());
+                }
+            }
+        }
+        if let Some(p) = st.participants.get_mut(&participant_id) {
+            p.room = None;
+        }
+    }
+
+    /// Moves the participant into `room_id` (leaving its current place with a
+    /// notice) and sends ROOM_JOINED.
+    fn move_into(&self, st: &mut RealmState, participant_id: u64, room_id: u64) {
+        self.detach(st, participant_id, true);
+        let Some(room) = st.rooms.get_mut(&room_id) else {
+            return;
+        };
+        room.members.push(participant_id);
+        let scope = room.scope.clone();
+        let ids = room.members.clone();
+        scope.publish(Self::members_of(st, &ids));
+        if let Some(p) = st.participants.get_mut(&participant_id) {
+            p.room = Some(room_id);
+        }
+        self.set_place(st, participant_id, scope);
+        self.send_joined(st, participant_id, room_id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gateway::outbound::LaneLimits;
+    use crate::metrics::Metrics;
+
+    fn realm(max_rooms: usize) -> Realm {
+        let config = RoomsConfig {
+            max_rooms,
+            ..RoomsConfig::default()
+        };
+        Realm::new(config, Arc::new(DefaultRoomPolicy::default()))
+    }
+
+    fn outbound() -> Outbound {
+        let limits = LaneLimits {
+            reliable_capacity: 64,
+            unreliable_capacity: 64,
+            max_bytes: 1 << 20,
+        };
+        Outbound::new(limits, Arc::new(Metrics::default()))
+    }
+
+    #[tokio::test]
+    async fn first_caller_creates_and_rest_join() {
+        let realm = realm(10);
+        let a = realm.register(1, None, outbound());
+        let _b = realm.register(2, None, outbound());
+        assert_eq!(realm.lobby_count(), 2);
+        let id = realm
+            .join_or_create(1, Bytes::from_static(b"lobby"))
+            .await
+            .unwrap();
+        assert_eq!(
+            realm.join_or_create(2, Bytes::from_static(b"lobby")).await,
+            Ok(id)
+        );
+        assert_eq!(a.scope().room_id(), id);
+        assert_eq!(a.scope().members().len(), 2);
+        assert_eq!(realm.lobby_count(), 0);
+        assert!(realm.leave(1, id));
+        assert!(!realm.leave(1, id));
+        realm.unregister(2);
+        assert_eq!(realm.room_count(), 0, "empty room pruned");
+        let again = realm
+            .join_or_create(1, Bytes::from_static(b"lobby"))
+            .await
+            .unwrap();
+        assert_ne!(again, id, "name freed, ids never reused");
+    }
+
+    #[tokio::test]
+    async fn limits_and_stale_ids() {
+        let realm = realm(1);
+        realm.register(1, None, outbound());
+        realm.register(2, None, outbound());
+        let id = realm
+            .join_or_create(1, Bytes::from_static(b"a"))
+            .await
+            .unwrap();
+        assert_eq!(
+            realm.join_or_create(2, Bytes::from_static(b"b")).await,
+            Err(JoinRefused::RoomLimit)
+        );
+        assert_eq!(realm.join_by_id(2, 999).await, Err(JoinRefused::NoSuchRoom));
+        assert_eq!(
+            realm.join_or_create(2, Bytes::new()).await,
+            Err(JoinRefused::BadName)
+        );
+        assert!(!realm.map_ready(2, id));
+        assert!(realm.map_ready(1, id));
+        assert_eq!(realm.rooms()[0].ready, 1);
+        // The refused name is not stuck: once there is room it can be created.
+        realm.unregister(1);
+        assert!(
+            realm
+                .join_or_create(2, Bytes::from_static(b"b"))
+                .await
+                .is_ok()
+        );
+    }
+}

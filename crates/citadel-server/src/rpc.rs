@@ -1,0 +1,243 @@
+//! RPC method registry: built-in namespaces first, script handlers second.
+//!
+//! Built-in namespaces (`matchmaker.*`, `notifications.*`, `chat.*`,
+//! `party.*`, `friends.*`, `groups.*`, `leaderboards.*`, `wallet.*`,
+//! `citadel.*`) can never be shadowed by a script. A handler's failure is
+//! answered with a short generic message; internal detail never reaches
+//! the client. What it is not: it does not parse KIND_RPC_REQUEST or write
+//! responses (the connection does), and it enforces no deadline itself.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, RwLock};
+
+use bytes::Bytes;
+
+use crate::gateway::handshake::BoxFuture;
+
+/// Namespaces reserved for built-in services.
+pub const RESERVED_PREFIXES: [&str; 9] = [
+    "matchmaker.",
+    "notifications.",
+    "chat.",
+    "party.",
+    "friends.",
+    "groups.",
+    "leaderboards.",
+    "wallet.",
+    "citadel.",
+];
+
+/// Whether `method` lies in a built-in namespace.
+pub fn is_reserved_method(method: &str) -> bool {
+    RESERVED_PREFIXES.iter().any(|p| method.starts_with(p))
+}
+
+/// Generic message for an unknown method.
+pub const UNKNOWN_METHOD: &str = "unknown RPC method";
+/// Generic message for a failed handler.
+pub const HANDLER_ERROR: &str = "RPC handler error";
+/// Generic message for a handler past its deadline.
+pub const HANDLER_TIMEOUT: &str = "RPC handler timed out";
+
+/// Who is calling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RpcContext {
+    /// The caller's participant id.
+    pub participant_id: u64,
+    /// The caller's account, `None` for guests.
+    pub user_id: Option<String>,
+    /// The method name.
+    pub method: String,
+}
+
+/// A handler failure. Only `Client` messages reach the caller verbatim; they
+/// must be short, stable and free of internals.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RpcError {
+    /// A documented, client-safe message (e.g. `authentication required`).
+    #[error("{0}")]
+    Client(&'static str),
+    /// Anything else; logged server-side, answered as [`HANDLER_ERROR`].
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+impl RpcError {
+    /// The message sent to the caller.
+    pub fn client_message(&self) -> &'static str {
+        match self {
+            RpcError::Client(m) => m,
+            RpcError::Internal(_) => HANDLER_ERROR,
+        }
+    }
+}
+
+/// An RPC implementation.
+pub trait RpcHandler: Send + Sync + 'static {
+    /// Handles one call.
+    fn call(&self, ctx: RpcContext, payload: Bytes) -> BoxFuture<Result<Bytes, RpcError>>;
+}
+
+impl<F, Fut> RpcHandler for F
+where
+    F: Fn(RpcContext, Bytes) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Bytes, RpcError>> + Send + 'static,
+{
+    fn call(&self, ctx: RpcContext, payload: Bytes) -> BoxFuture<Result<Bytes, RpcError>> {
+        Box::pin(self(ctx, payload))
+    }
+}
+
+/// Why a registration was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    /// Scripts may not register in a built-in namespace.
+    #[error("`{0}` is in a reserved built-in namespace")]
+    Reserved(String),
+    /// Empty or over-long method names.
+    #[error("invalid method name")]
+    InvalidName,
+}
+
+/// Resolves method names to handlers.
+#[derive(Default)]
+pub struct RpcRegistry {
+    builtin: RwLock<HashMap<String, Arc<dyn RpcHandler>>>,
+    script: RwLock<HashMap<String, Arc<dyn RpcHandler>>>,
+}
+
+impl std::fmt::Debug for RpcRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RpcRegistry").finish_non_exhaustive()
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 128
+}
+
+impl RpcRegistry {
+    /// Registers a built-in (or embedder-provided) method; replaces any
+    /// previous handler of that name.
+    pub fn register_builtin(
+        &self,
+        method: &str,
+        handler: Arc<dyn RpcHandler>,
+    ) -> Result<(), RegistryError> {
+        if !valid_name(method) {
+            return Err(RegistryError::InvalidName);
+        }
+        self.builtin
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(method.to_owned(), handler);
+        Ok(())
+    }
+
+    /// Registers a script method; refused in reserved namespaces.
+    pub fn register_script(
+        &self,
+        method: &str,
+        handler: Arc<dyn RpcHandler>,
+    ) -> Result<(), RegistryError> {
+        if !valid_name(method) {
+            return Err(RegistryError::InvalidName);
+        }
+        if is_reserved_method(method) {
+            return Err(RegistryError::Reserved(method.to_owned()));
+        }
+        self.script
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(method.to_owned(), handler);
+        Ok(())
+    }
+
+    /// Replaces all script methods at once (hot reload).
+    pub fn clear_script(&self) {
+        self.script
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
+    /// The handler for `method`: built-ins win over scripts.
+    pub fn resolve(&self, method: &str) -> Option<Arc<dyn RpcHandler>> {
+        if let Some(h) = self
+            .builtin
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(method)
+        {
+            return Some(h.clone());
+        }
+        if is_reserved_method(method) {
+            return None;
+        }
+        self.script
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(method)
+            .cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(text: &'static str) -> Arc<dyn RpcHandler> {
+        Arc::new(move |_ctx: RpcContext, _p: Bytes| async move {
+            Ok(Bytes::from_static(text.as_bytes()))
+        })
+    }
+
+    #[tokio::test]
+    async fn builtins_cannot_be_shadowed() {
+        let reg = RpcRegistry::default();
+        reg.register_builtin("chat.join", reply("builtin")).unwrap();
+        assert_eq!(
+            reg.register_script("chat.join", reply("script")),
+            Err(RegistryError::Reserved("chat.join".into()))
+        );
+        assert_eq!(
+            reg.register_script("wallet.new", reply("script")),
+            Err(RegistryError::Reserved("wallet.new".into()))
+        );
+        reg.register_script("echo", reply("script")).unwrap();
+        let ctx = RpcContext {
+            participant_id: 1,
+            user_id: None,
+            method: "echo".into(),
+        };
+        let out = reg
+            .resolve("echo")
+            .unwrap()
+            .call(ctx.clone(), Bytes::new())
+            .await
+            .unwrap();
+        assert_eq!(&out[..], b"script");
+        let out = reg
+            .resolve("chat.join")
+            .unwrap()
+            .call(ctx, Bytes::new())
+            .await
+            .unwrap();
+        assert_eq!(&out[..], b"builtin");
+        assert!(reg.resolve("missing").is_none());
+        assert!(reg.resolve("chat.unknown").is_none());
+    }
+
+    #[test]
+    fn internal_errors_stay_generic() {
+        assert_eq!(
+            RpcError::Internal("db password wrong at line 3".into()).client_message(),
+            HANDLER_ERROR
+        );
+        assert_eq!(
+            RpcError::Client("authentication required").client_message(),
+            "authentication required"
+        );
+    }
+}

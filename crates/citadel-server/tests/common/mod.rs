@@ -1,0 +1,167 @@
+//! Shared helpers for the node's integration tests: a node on ephemeral
+//! 127.0.0.1 ports with test RPC methods, guest clients, a tiny HTTP GET.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use citadel_client::{AuthOutcome, Envelope, WsClient};
+use citadel_server::config::Config;
+use citadel_server::rpc::{RpcContext, RpcError};
+use citadel_server::{NodeBuilder, RunningNode};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Generous bound for any single await in a test (never a performance bound).
+pub const STEP: Duration = Duration::from_secs(10);
+
+pub fn test_config() -> Config {
+    let mut config = Config::default();
+    config.http.bind = "127.0.0.1:0".into();
+    config.transport.websocket.bind = "127.0.0.1:0".into();
+    config.shutdown.grace_ms = 1_000;
+    config
+}
+
+pub fn builder(config: Config) -> NodeBuilder {
+    NodeBuilder::new(config)
+        .rpc("echo", |_ctx: RpcContext, payload: Bytes| async move {
+            Ok(payload)
+        })
+        .rpc("whoami", |ctx: RpcContext, _p: Bytes| async move {
+            Ok(Bytes::from(format!(
+                "{}:{}",
+                ctx.participant_id,
+                ctx.user_id.unwrap_or_default()
+            )))
+        })
+        .rpc("fail", |_ctx: RpcContext, _p: Bytes| async move {
+            Err(RpcError::Internal(
+                "secret-internal-detail at /srv/game.lua:12".into(),
+            ))
+        })
+        .rpc("slow", |_ctx: RpcContext, _p: Bytes| async move {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            Ok(Bytes::new())
+        })
+}
+
+pub async fn start(config: Config) -> RunningNode {
+    builder(config).start().await.expect("node starts")
+}
+
+pub async fn start_default() -> RunningNode {
+    start(test_config()).await
+}
+
+pub async fn guest(node: &RunningNode) -> WsClient {
+    let url = node.ws_url().expect("websocket enabled");
+    let (client, outcome) = tokio::time::timeout(STEP, WsClient::connect_as_guest(&url))
+        .await
+        .expect("connect in time")
+        .expect("connect");
+    assert_eq!(outcome, AuthOutcome::Guest);
+    client
+}
+
+pub async fn recv(client: &mut WsClient) -> Envelope {
+    tokio::time::timeout(STEP, client.recv())
+        .await
+        .expect("envelope in time")
+        .expect("recv ok")
+        .expect("not closed")
+}
+
+/// Receives until `kind` arrives (other kinds are skipped).
+pub async fn recv_kind(client: &mut WsClient, kind: u16) -> Envelope {
+    tokio::time::timeout(STEP, client.wait_for_kind(kind))
+        .await
+        .expect("envelope in time")
+        .expect("wait ok")
+}
+
+/// Asserts nothing arrives within `wait`.
+pub async fn assert_silent(client: &mut WsClient, wait: Duration) {
+    if let Ok(got) = tokio::time::timeout(wait, client.recv()).await {
+        panic!("expected silence, got {got:?}");
+    }
+}
+
+/// Waits for the server to close the connection; returns the close frame.
+pub async fn closed(client: &mut WsClient) -> Option<(u16, String)> {
+    let deadline = tokio::time::Instant::now() + STEP;
+    loop {
+        match tokio::time::timeout_at(deadline, client.recv()).await {
+            Err(_) => panic!("connection not closed in time"),
+            Ok(Ok(Some(_))) => continue,
+            Ok(_) => return client.close_reason(),
+        }
+    }
+}
+
+pub async fn join(client: &mut WsClient, name: &str) -> citadel_client::wire::room::RoomJoined {
+    client.join_or_create_room(name).await.expect("send create");
+    tokio::time::timeout(STEP, client.wait_for_room_joined())
+        .await
+        .expect("joined in time")
+        .expect("joined")
+}
+
+/// Minimal HTTP/1.1 GET against the node; returns (status, body).
+pub async fn http_get(node: &RunningNode, path: &str) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(node.http_addr)
+        .await
+        .expect("http connect");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut raw = Vec::new();
+    tokio::time::timeout(STEP, stream.read_to_end(&mut raw))
+        .await
+        .expect("http in time")
+        .expect("read");
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, dechunk(&body))
+}
+
+fn dechunk(body: &str) -> String {
+    // axum may answer with chunked encoding; undo it when present.
+    let mut out = String::new();
+    let mut rest = body;
+    loop {
+        let Some((size, tail)) = rest.split_once("\r\n") else {
+            return body.to_owned();
+        };
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            return body.to_owned();
+        };
+        if n == 0 {
+            return out;
+        }
+        if tail.len() < n {
+            return body.to_owned();
+        }
+        out.push_str(&tail[..n]);
+        rest = tail[n..].trim_start_matches("\r\n");
+    }
+}
+
+pub async fn status_json(node: &RunningNode) -> serde_json::Value {
+    let (code, body) = http_get(node, "/status").await;
+    assert_eq!(code, 200);
+    serde_json::from_str(&body).expect("status is JSON")
+}
+
+/// Reads a sender-tagged body: (sender, payload).
+pub fn split(env: &Envelope) -> (u64, Vec<u8>) {
+    let (sender, payload) =
+        citadel_client::wire::protocol::split_sender(&env.body).expect("tagged body");
+    (sender, payload.to_vec())
+}
