@@ -1,5 +1,6 @@
 //! The HTTP listener: `/health` (liveness), `/status` (JSON snapshot of the
-//! node) and `/metrics` (Prometheus text).
+//! node), `/metrics` (Prometheus text) and `/v1/webtransport` (session URL
+//! and certificate hash for browsers).
 //!
 //! What it is not: the auth and account routes arrive with the accounts
 //! service. Every response counts toward `http_requests_total`.
@@ -35,6 +36,7 @@ pub fn router(shared: Arc<NodeShared>) -> Router {
         .route("/health", get(health))
         .route("/status", get(status))
         .route("/metrics", get(metrics))
+        .route("/v1/webtransport", get(webtransport))
         .fallback(not_found)
         .with_state(shared)
 }
@@ -60,8 +62,12 @@ async fn status(State(shared): State<Arc<NodeShared>>) -> Json<serde_json::Value
         "uptime_seconds": shared.started.elapsed().as_secs(),
         "transports": {
             "websocket": { "enabled": cfg.websocket.enabled, "bind": cfg.websocket.bind },
-            "quic": { "enabled": false, "bind": cfg.quic.bind },
-            "webtransport": { "enabled": false, "bind": cfg.webtransport.bind },
+            "quic": { "enabled": cfg.quic.enabled, "bind": cfg.quic.bind_or(crate::config::QUIC_DEFAULT_BIND) },
+            "webtransport": {
+                "enabled": cfg.webtransport.enabled,
+                "bind": cfg.webtransport.bind_or(crate::config::WEBTRANSPORT_DEFAULT_BIND),
+                "path": cfg.webtransport.path,
+            },
         },
         "connections": m.connections_open.load(Ordering::Relaxed),
         "participants": m.participants.load(Ordering::Relaxed),
@@ -89,6 +95,34 @@ async fn metrics(State(shared): State<Arc<NodeShared>>) -> Response {
     shared.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
     let body = shared.metrics.render_prometheus(shared.realm.room_count());
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+}
+
+/// What a browser page needs to open a WebTransport session without a
+/// trusted CA: the URL and the SHA-256 of the certificate in use (for
+/// `serverCertificateHashes`; only a development certificate qualifies).
+async fn webtransport(State(shared): State<Arc<NodeShared>>) -> Response {
+    shared.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
+    let (Some(addr), Some(tls)) = (shared.webtransport_addr, shared.tls.as_ref()) else {
+        return (
+            StatusCode::NOT_FOUND,
+            Json(
+                json!({"code": "webtransport_disabled", "message": "WebTransport is not enabled"}),
+            ),
+        )
+            .into_response();
+    };
+    let path = &shared.config.transport.webtransport.path;
+    Json(json!({
+        "url": format!("https://{addr}{path}"),
+        "port": addr.port(),
+        "path": path,
+        "certificate_hash": {
+            "algorithm": "sha-256",
+            "value": tls.leaf_sha256_hex(),
+        },
+        "development_certificate": tls.dev_not_after.is_some(),
+    }))
+    .into_response()
 }
 
 async fn not_found() -> Response {

@@ -2,7 +2,9 @@
 //!
 //! [`NodeBuilder`] takes the validated config plus the pluggable parts
 //! (session validator, room policy, RPC handlers) and [`NodeBuilder::start`]
-//! binds the HTTP and WebSocket listeners (port 0 works, for tests) and
+//! binds the HTTP, WebSocket, QUIC and WebTransport listeners (port 0
+//! works, for tests; the UDP ones only when enabled, after loading or
+//! creating the TLS certificate) and
 //! returns a [`RunningNode`]. Shutdown: [`RunningNode::shutdown`] stops
 //! accepting, asks every connection to flush and close with a going-away
 //! code, and [`RunningNode::wait`] returns when all tasks ended (bounded by
@@ -23,6 +25,7 @@ use crate::gateway::handshake::{RejectAllTokens, SessionValidator};
 use crate::metrics::Metrics;
 use crate::realm::{DefaultRoomPolicy, Realm, RoomPolicy};
 use crate::rpc::{RpcHandler, RpcRegistry};
+use crate::transport::tls::TlsIdentity;
 
 /// State shared by every task of a node.
 pub struct NodeShared {
@@ -44,6 +47,10 @@ pub struct NodeShared {
     pub connection_slots: Arc<Semaphore>,
     /// When the node started.
     pub started: Instant,
+    /// The TLS identity of QUIC / WebTransport (None when both are off).
+    pub tls: Option<Arc<TlsIdentity>>,
+    /// Bound WebTransport address (for `GET /v1/webtransport`).
+    pub webtransport_addr: Option<SocketAddr>,
     next_participant: AtomicU64,
 }
 
@@ -126,17 +133,11 @@ impl NodeBuilder {
         } else {
             None
         };
-        for (name, t) in [
-            ("quic", &config.transport.quic),
-            ("webtransport", &config.transport.webtransport),
-        ] {
-            if t.enabled {
-                tracing::warn!(
-                    transport = name,
-                    "transport.{name}.enabled is set, but this build serves WebSocket only"
-                );
-            }
-        }
+        let (quic, webtransport, tls) = bind_udp_transports(&config)?;
+        let webtransport_addr = match &webtransport {
+            Some(endpoint) => Some(endpoint.local_addr()?),
+            None => None,
+        };
         let shared = Arc::new(NodeShared {
             metrics: Arc::new(Metrics::default()),
             realm: Realm::new(config.rooms.clone(), policy),
@@ -146,6 +147,8 @@ impl NodeBuilder {
             tasks: TaskTracker::new(),
             connection_slots: Arc::new(Semaphore::new(config.transport.limits.max_connections)),
             started: Instant::now(),
+            tls,
+            webtransport_addr,
             next_participant: AtomicU64::new(1),
             config,
         });
@@ -161,13 +164,68 @@ impl NodeBuilder {
             }
             None => None,
         };
+        let quic_addr = match quic {
+            Some(endpoint) => {
+                let addr = endpoint.local_addr()?;
+                shared
+                    .tasks
+                    .spawn(crate::transport::quic::serve(endpoint, shared.clone()));
+                Some(addr)
+            }
+            None => None,
+        };
+        if let Some(endpoint) = webtransport {
+            shared.tasks.spawn(crate::transport::webtransport::serve(
+                endpoint,
+                shared.clone(),
+            ));
+        }
         Ok(RunningNode {
             http_addr,
             ws_addr,
+            quic_addr,
+            webtransport_addr,
             shared,
             http,
         })
     }
+}
+
+type WtEndpoint = wtransport::Endpoint<wtransport::endpoint::endpoint_side::Server>;
+
+/// Loads the TLS identity and binds QUIC / WebTransport when enabled.
+fn bind_udp_transports(
+    config: &Config,
+) -> anyhow::Result<(
+    Option<quinn::Endpoint>,
+    Option<WtEndpoint>,
+    Option<Arc<TlsIdentity>>,
+)> {
+    let t = &config.transport;
+    if !t.quic.enabled && !t.webtransport.enabled {
+        return Ok((None, None, None));
+    }
+    crate::transport::tls::install_crypto_provider();
+    let identity = Arc::new(crate::transport::tls::load_or_create(&t.tls)?);
+    let quic = if t.quic.enabled {
+        Some(crate::transport::quic::endpoint(
+            &t.quic,
+            &identity,
+            config.quic_addr()?,
+        )?)
+    } else {
+        None
+    };
+    let webtransport = if t.webtransport.enabled {
+        Some(crate::transport::webtransport::endpoint(
+            &t.webtransport,
+            &identity,
+            config.webtransport_addr()?,
+        )?)
+    } else {
+        None
+    };
+    Ok((quic, webtransport, Some(identity)))
 }
 
 /// A serving node.
@@ -176,6 +234,10 @@ pub struct RunningNode {
     pub http_addr: SocketAddr,
     /// Bound WebSocket address (if enabled).
     pub ws_addr: Option<SocketAddr>,
+    /// Bound QUIC UDP address (if enabled).
+    pub quic_addr: Option<SocketAddr>,
+    /// Bound WebTransport UDP address (if enabled).
+    pub webtransport_addr: Option<SocketAddr>,
     shared: Arc<NodeShared>,
     http: tokio::task::JoinHandle<()>,
 }
@@ -189,6 +251,21 @@ impl RunningNode {
     /// `ws://` URL of the WebSocket listener.
     pub fn ws_url(&self) -> Option<String> {
         self.ws_addr.map(|a| format!("ws://{a}/"))
+    }
+
+    /// `host:port` of the QUIC listener (for `QuicClient::connect`).
+    pub fn quic_url(&self) -> Option<String> {
+        self.quic_addr.map(|a| a.to_string())
+    }
+
+    /// `https://` URL of the WebTransport session.
+    pub fn webtransport_url(&self) -> Option<String> {
+        self.webtransport_addr.map(|a| {
+            format!(
+                "https://{a}{}",
+                self.shared.config.transport.webtransport.path
+            )
+        })
     }
 
     /// Stops accepting and asks every connection to flush and close.

@@ -1,5 +1,16 @@
 //! Transports adapt bytes to envelopes and back. They know framing, not
 //! kinds: every decoded envelope goes to the gateway's connection, every
 //! outbound batch comes from its lanes.
+//!
+//! - [`ws`]: WebSocket (TCP), reliable only.
+//! - [`quic`] and [`webtransport`]: UDP transports with a reliable path
+//!   (streams) and an unreliable one (datagrams), both driven by
+//!   [`udp_conn`] through the [`session::Session`] adapter.
+//! - [`tls`]: the certificate both UDP transports present.
 
+pub mod quic;
+pub mod session;
+pub mod tls;
+pub mod udp_conn;
+pub mod webtransport;
 pub mod ws;
