@@ -72,6 +72,7 @@ pub struct QuicClient {
     inbox: Inbox,
     closed: bool,
     close_reason: Option<(u16, String)>,
+    datagrams_received: u64,
 }
 
 impl fmt::Debug for QuicClient {
@@ -129,6 +130,7 @@ impl QuicClient {
             inbox: Inbox::default(),
             closed: false,
             close_reason: None,
+            datagrams_received: 0,
         })
     }
 
@@ -290,6 +292,12 @@ impl QuicClient {
         Ok(())
     }
 
+    /// Envelopes received as datagrams so far (diagnostics: which path an
+    /// envelope took).
+    pub fn datagrams_received(&self) -> u64 {
+        self.datagrams_received
+    }
+
     /// The server's application close code and reason, once the server
     /// closed the connection (the same numbers as the WebSocket close codes).
     pub fn close_reason(&self) -> Option<(u16, String)> {
@@ -346,7 +354,10 @@ impl QuicClient {
                     )));
                 }
                 Wire::Datagram(d) => match decode_datagram_bytes(d) {
-                    Ok(envelope) => return Ok(Some(envelope)),
+                    Ok(envelope) => {
+                        self.datagrams_received += 1;
+                        return Ok(Some(envelope));
+                    }
                     Err(e) => tracing::debug!(error = %e, "ignored a malformed datagram"),
                 },
                 Wire::Gone(err) => {
