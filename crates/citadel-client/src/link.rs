@@ -176,7 +176,10 @@ pub(crate) fn room_create(name: &str) -> ClientResult<Envelope> {
 
 /// Kind 1 with the canonical `x`, `y` little-endian `f32` body.
 pub(crate) fn position(x: f32, y: f32) -> Envelope {
-    Envelope::new(KIND_POSITION, Bytes::copy_from_slice(&encode_position(x, y)))
+    Envelope::new(
+        KIND_POSITION,
+        Bytes::copy_from_slice(&encode_position(x, y)),
+    )
 }
 
 /// Refuses an envelope whose frame would exceed [`MAX_FRAME_BODY_BYTES`].

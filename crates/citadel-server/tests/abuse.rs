@@ -192,7 +192,10 @@ async fn malformed_frame_storms_leave_a_well_behaved_pair_unaffected(t: Transpor
                 let bytes: Vec<u8> = (0..len).map(|_| next() as u8).collect();
                 raw.send_raw(bytes).await.unwrap();
             }
-            (2, raw) => raw.send_raw(vec![0xFF, 0xFF, 0xFF, 0xFF, 0, 1]).await.unwrap(),
+            (2, raw) => raw
+                .send_raw(vec![0xFF, 0xFF, 0xFF, 0xFF, 0, 1])
+                .await
+                .unwrap(),
             (_, TestClient::Ws(ws)) => ws
                 .send_ws_message(Message::Text("hello".into()))
                 .await

@@ -16,7 +16,10 @@ async fn aioquic_completes_the_handshake_relays_a_position_and_calls_an_rpc() {
         .args(["-c", "import aioquic"])
         .status()
         .is_ok_and(|s| s.success());
-    assert!(present, "python3 with aioquic is required (scripts/test installs it)");
+    assert!(
+        present,
+        "python3 with aioquic is required (scripts/test installs it)"
+    );
     let node = start_default().await;
     let mut peer = guest(&node, Transport::Quic).await;
     join(&mut peer, "py").await;

@@ -8,10 +8,10 @@ mod common;
 
 use std::time::Duration;
 
+use citadel_client::wire::Envelope;
 use citadel_client::wire::protocol::{
     self, AUTH_REASON_PROTOCOL, KIND_AUTH, KIND_AUTH_RESULT, KIND_PEER_POSITION, KIND_POSITION,
 };
-use citadel_client::wire::Envelope;
 use citadel_client::{ClientError, QuicClient, ServerTrust};
 use citadel_server::metrics::DropReason;
 use common::*;
@@ -32,8 +32,11 @@ async fn an_unreliable_position_is_a_datagram_to_quic_peers_and_reliable_to_webs
             .quic()
             .send_position_unreliable(i as f32, 2.0)
             .unwrap();
-        if let Ok(env) =
-            tokio::time::timeout(Duration::from_millis(200), quic_peer.wait_for_kind(KIND_PEER_POSITION)).await
+        if let Ok(env) = tokio::time::timeout(
+            Duration::from_millis(200),
+            quic_peer.wait_for_kind(KIND_PEER_POSITION),
+        )
+        .await
         {
             got = Some(env.unwrap());
             break;
@@ -41,7 +44,10 @@ async fn an_unreliable_position_is_a_datagram_to_quic_peers_and_reliable_to_webs
     }
     let env = got.expect("a relayed datagram");
     assert!(protocol::decode_position(&split(&env).1).is_some());
-    assert!(quic_peer.quic().datagrams_received() >= 1, "arrived as a datagram");
+    assert!(
+        quic_peer.quic().datagrams_received() >= 1,
+        "arrived as a datagram"
+    );
     // The WebSocket peer gets it on its reliable socket.
     let ws_env = recv_kind(&mut ws_peer, KIND_PEER_POSITION).await;
     assert_eq!(split(&ws_env).0, split(&env).0, "same sender id");
@@ -55,7 +61,9 @@ async fn a_mixed_room_relays_both_ways_between_websocket_and_quic() {
     let mut quic = guest(&node, Transport::Quic).await;
     let room = join(&mut ws, "both").await;
     assert_eq!(join(&mut quic, "both").await.room_id, room.room_id);
-    ws.send(&Envelope::new(100, b"from-ws".to_vec())).await.unwrap();
+    ws.send(&Envelope::new(100, b"from-ws".to_vec()))
+        .await
+        .unwrap();
     let env = recv_kind(&mut quic, 100).await;
     assert_eq!(split(&env).1, b"from-ws");
     quic.send(&Envelope::new(100, b"from-quic".to_vec()))
@@ -121,7 +129,9 @@ async fn datagrams_over_the_maximum_size_are_not_sent_but_counted() {
     a.send(&Envelope::new(KIND_POSITION, vec![1; max + 100]))
         .await
         .unwrap();
-    a.send(&Envelope::new(100, b"marker".to_vec())).await.unwrap();
+    a.send(&Envelope::new(100, b"marker".to_vec()))
+        .await
+        .unwrap();
     let env = recv(&mut b).await;
     assert_eq!(env.kind, 100, "the oversized datagram was skipped");
     let metrics = node.shared().metrics.clone();
@@ -172,7 +182,11 @@ async fn a_client_that_sends_one_uni_stream_per_envelope_keeps_its_order() {
             .unwrap();
     }
     let result = recv_kind(&mut client, KIND_AUTH_RESULT).await;
-    assert!(protocol::decode_auth_result(&result.body).unwrap().is_guest());
+    assert!(
+        protocol::decode_auth_result(&result.body)
+            .unwrap()
+            .is_guest()
+    );
     for i in 0..50u32 {
         let env = recv_kind(&mut peer, 100).await;
         assert_eq!(split(&env).1, i.to_be_bytes().to_vec());
@@ -204,10 +218,7 @@ async fn the_webtransport_endpoint_reports_url_and_certificate_hash() {
     let (code, body) = http_get(&node, "/v1/webtransport").await;
     assert_eq!(code, 200, "{body}");
     let json: serde_json::Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(
-        json["url"].as_str(),
-        node.webtransport_url().as_deref()
-    );
+    assert_eq!(json["url"].as_str(), node.webtransport_url().as_deref());
     let tls = node.shared().tls.clone().unwrap();
     assert_eq!(json["certificate_hash"]["algorithm"], "sha-256");
     assert_eq!(json["certificate_hash"]["value"], tls.leaf_sha256_hex());

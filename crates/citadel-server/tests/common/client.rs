@@ -7,9 +7,7 @@
 
 use bytes::{Bytes, BytesMut};
 use citadel_client::wire::room::RoomJoined;
-use citadel_client::{
-    AuthOutcome, ClientResult, Envelope, QuicClient, ServerTrust, WsClient,
-};
+use citadel_client::{AuthOutcome, ClientResult, Envelope, QuicClient, ServerTrust, WsClient};
 use citadel_server::RunningNode;
 
 /// Which transport a test body runs on.
@@ -35,7 +33,6 @@ macro_rules! both_transports {
         }
     };
 }
-
 
 /// A WebSocket or QUIC client with the common surface.
 #[derive(Debug)]
@@ -95,8 +92,10 @@ impl TestClient {
     pub async fn send_raw(&mut self, bytes: Vec<u8>) -> ClientResult<()> {
         match self {
             TestClient::Ws(c) => {
-                c.send_ws_message(tokio_tungstenite::tungstenite::Message::Binary(bytes.into()))
-                    .await
+                c.send_ws_message(tokio_tungstenite::tungstenite::Message::Binary(
+                    bytes.into(),
+                ))
+                .await
             }
             TestClient::Quic(c) => c.send_raw_stream(&bytes).await,
         }
