@@ -381,26 +381,24 @@ async fn next_stream_data(
     conn: &quinn::Connection,
     current: &mut Option<quinn::RecvStream>,
 ) -> Wire {
-    loop {
-        let stream = match current {
-            Some(stream) => stream,
-            None => match conn.accept_uni().await {
-                Ok(stream) => current.insert(stream),
-                Err(err) => return Wire::Gone(err),
-            },
-        };
-        match stream.read_chunk(READ_CHUNK, true).await {
-            Ok(Some(chunk)) => return Wire::Chunk(chunk.bytes),
-            Ok(None) => {
-                *current = None;
-                return Wire::StreamEnd;
-            }
-            Err(quinn::ReadError::ConnectionLost(err)) => return Wire::Gone(err),
-            Err(_) => {
-                // Reset by the server: the next stream carries on.
-                *current = None;
-                return Wire::StreamEnd;
-            }
+    let stream = match current {
+        Some(stream) => stream,
+        None => match conn.accept_uni().await {
+            Ok(stream) => current.insert(stream),
+            Err(err) => return Wire::Gone(err),
+        },
+    };
+    match stream.read_chunk(READ_CHUNK, true).await {
+        Ok(Some(chunk)) => Wire::Chunk(chunk.bytes),
+        Ok(None) => {
+            *current = None;
+            Wire::StreamEnd
+        }
+        Err(quinn::ReadError::ConnectionLost(err)) => Wire::Gone(err),
+        Err(_) => {
+            // Reset by the server: the next stream carries on.
+            *current = None;
+            Wire::StreamEnd
         }
     }
 }

@@ -192,15 +192,16 @@ impl NodeBuilder {
 }
 
 type WtEndpoint = wtransport::Endpoint<wtransport::endpoint::endpoint_side::Server>;
+type UdpTransports = (
+    Option<quinn::Endpoint>,
+    Option<WtEndpoint>,
+    Option<Arc<TlsIdentity>>,
+);
 
 /// Loads the TLS identity and binds QUIC / WebTransport when enabled.
 fn bind_udp_transports(
     config: &Config,
-) -> anyhow::Result<(
-    Option<quinn::Endpoint>,
-    Option<WtEndpoint>,
-    Option<Arc<TlsIdentity>>,
-)> {
+) -> anyhow::Result<UdpTransports> {
     let t = &config.transport;
     if !t.quic.enabled && !t.webtransport.enabled {
         return Ok((None, None, None));

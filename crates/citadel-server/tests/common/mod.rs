@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 mod client;
+#[allow(unused_imports)]
 pub use client::{TestClient, Transport, node_trust};
 
 use std::time::Duration;
