@@ -102,7 +102,7 @@ async fn metrics(State(shared): State<Arc<NodeShared>>) -> Response {
 /// `serverCertificateHashes`; only a development certificate qualifies).
 async fn webtransport(State(shared): State<Arc<NodeShared>>) -> Response {
     shared.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
-    let (Some(addr), Some(tls)) = (shared.webtransport_addr, shared.tls.as_ref()) else {
+    let (Some(addr), Some(tls)) = (shared.webtransport_addr, shared.tls()) else {
         return (
             StatusCode::NOT_FOUND,
             Json(

@@ -11,8 +11,8 @@
 //! `shutdown.grace_ms`).
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
@@ -25,7 +25,9 @@ use crate::gateway::handshake::{RejectAllTokens, SessionValidator};
 use crate::metrics::Metrics;
 use crate::realm::{DefaultRoomPolicy, Realm, RoomPolicy};
 use crate::rpc::{RpcHandler, RpcRegistry};
+use crate::transport::renew::UdpEndpoints;
 use crate::transport::tls::TlsIdentity;
+use crate::transport::webtransport::WtEndpoint;
 
 /// State shared by every task of a node.
 pub struct NodeShared {
@@ -47,8 +49,9 @@ pub struct NodeShared {
     pub connection_slots: Arc<Semaphore>,
     /// When the node started.
     pub started: Instant,
-    /// The TLS identity of QUIC / WebTransport (None when both are off).
-    pub tls: Option<Arc<TlsIdentity>>,
+    /// The TLS identity of QUIC / WebTransport (None when both are off);
+    /// see [`NodeShared::tls`].
+    tls: RwLock<Option<Arc<TlsIdentity>>>,
     /// Bound WebTransport address (for `GET /v1/webtransport`).
     pub webtransport_addr: Option<SocketAddr>,
     next_participant: AtomicU64,
@@ -63,6 +66,17 @@ impl std::fmt::Debug for NodeShared {
 }
 
 impl NodeShared {
+    /// The certificate QUIC / WebTransport present now (None when both are
+    /// off). A renewed development certificate replaces it.
+    pub fn tls(&self) -> Option<Arc<TlsIdentity>> {
+        self.tls.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Replaces the certificate reported by [`NodeShared::tls`].
+    pub fn set_tls(&self, identity: Arc<TlsIdentity>) {
+        *self.tls.write().unwrap_or_else(|p| p.into_inner()) = Some(identity);
+    }
+
     /// A fresh participant id: non-zero, never reused while the process lives.
     pub fn next_participant_id(&self) -> u64 {
         self.next_participant.fetch_add(1, Ordering::Relaxed)
@@ -147,7 +161,7 @@ impl NodeBuilder {
             tasks: TaskTracker::new(),
             connection_slots: Arc::new(Semaphore::new(config.transport.limits.max_connections)),
             started: Instant::now(),
-            tls,
+            tls: RwLock::new(tls),
             webtransport_addr,
             next_participant: AtomicU64::new(1),
             config,
@@ -164,9 +178,11 @@ impl NodeBuilder {
             }
             None => None,
         };
+        let mut udp = UdpEndpoints::default();
         let quic_addr = match quic {
             Some(endpoint) => {
                 let addr = endpoint.local_addr()?;
+                udp.quic = Some(endpoint.clone());
                 shared
                     .tasks
                     .spawn(crate::transport::quic::serve(endpoint, shared.clone()));
@@ -175,33 +191,37 @@ impl NodeBuilder {
             None => None,
         };
         if let Some(endpoint) = webtransport {
+            udp.webtransport = Some(endpoint.clone());
             shared.tasks.spawn(crate::transport::webtransport::serve(
                 endpoint,
                 shared.clone(),
             ));
+        }
+        if shared.tls().is_some_and(|t| t.dev_not_after.is_some()) {
+            shared
+                .tasks
+                .spawn(crate::transport::renew::run(shared.clone(), udp.clone()));
         }
         Ok(RunningNode {
             http_addr,
             ws_addr,
             quic_addr,
             webtransport_addr,
+            udp,
             shared,
             http,
         })
     }
 }
 
-type WtEndpoint = wtransport::Endpoint<wtransport::endpoint::endpoint_side::Server>;
 type UdpTransports = (
     Option<quinn::Endpoint>,
-    Option<WtEndpoint>,
+    Option<Arc<WtEndpoint>>,
     Option<Arc<TlsIdentity>>,
 );
 
 /// Loads the TLS identity and binds QUIC / WebTransport when enabled.
-fn bind_udp_transports(
-    config: &Config,
-) -> anyhow::Result<UdpTransports> {
+fn bind_udp_transports(config: &Config) -> anyhow::Result<UdpTransports> {
     let t = &config.transport;
     if !t.quic.enabled && !t.webtransport.enabled {
         return Ok((None, None, None));
@@ -239,6 +259,7 @@ pub struct RunningNode {
     pub quic_addr: Option<SocketAddr>,
     /// Bound WebTransport UDP address (if enabled).
     pub webtransport_addr: Option<SocketAddr>,
+    udp: UdpEndpoints,
     shared: Arc<NodeShared>,
     http: tokio::task::JoinHandle<()>,
 }
@@ -267,6 +288,13 @@ impl RunningNode {
                 self.shared.config.transport.webtransport.path
             )
         })
+    }
+
+    /// Renews the development certificate if it is due at `now` (the node
+    /// checks hourly by itself; this is for tests and operators). True if
+    /// renewed.
+    pub fn renew_certificate_if_due(&self, now: std::time::SystemTime) -> anyhow::Result<bool> {
+        crate::transport::renew::renew_if_due(&self.shared, &self.udp, now)
     }
 
     /// Stops accepting and asks every connection to flush and close.

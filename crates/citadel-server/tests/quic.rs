@@ -219,7 +219,7 @@ async fn the_webtransport_endpoint_reports_url_and_certificate_hash() {
     assert_eq!(code, 200, "{body}");
     let json: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(json["url"].as_str(), node.webtransport_url().as_deref());
-    let tls = node.shared().tls.clone().unwrap();
+    let tls = node.shared().tls().unwrap();
     assert_eq!(json["certificate_hash"]["algorithm"], "sha-256");
     assert_eq!(json["certificate_hash"]["value"], tls.leaf_sha256_hex());
     assert_eq!(json["development_certificate"], true);
@@ -251,7 +251,34 @@ async fn a_pinned_client_refuses_another_certificate_and_the_dev_certificate_is_
     config.transport.tls.data_dir = dir;
     let again = start(config).await;
     assert_eq!(
-        again.shared().tls.as_ref().unwrap().leaf_sha256,
-        node_a.shared().tls.as_ref().unwrap().leaf_sha256
+        again.shared().tls().unwrap().leaf_sha256,
+        node_a.shared().tls().unwrap().leaf_sha256
     );
+}
+
+#[tokio::test]
+async fn a_development_certificate_near_expiry_is_renewed_while_running() {
+    let node = start_default().await;
+    let old = node.shared().tls().unwrap();
+    let soon = std::time::SystemTime::now() + Duration::from_secs(11 * 24 * 3600);
+    assert!(
+        !node
+            .renew_certificate_if_due(std::time::SystemTime::now())
+            .unwrap()
+    );
+    assert!(node.renew_certificate_if_due(soon).unwrap());
+    let new = node.shared().tls().unwrap();
+    assert_ne!(new.leaf_sha256, old.leaf_sha256);
+    let (_, body) = http_get(&node, "/v1/webtransport").await;
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(json["certificate_hash"]["value"], new.leaf_sha256_hex());
+    // New handshakes present the new certificate.
+    let addr = node.quic_url().unwrap();
+    let pinned_new = ServerTrust::Pinned(new.chain.clone());
+    let (_, outcome) = QuicClient::connect_as_guest(&addr, pinned_new)
+        .await
+        .unwrap();
+    assert!(outcome.is_accepted());
+    let pinned_old = ServerTrust::Pinned(old.chain.clone());
+    assert!(QuicClient::connect(&addr, pinned_old).await.is_err());
 }

@@ -9,6 +9,7 @@
 //! - [`tls`]: the certificate both UDP transports present.
 
 pub mod quic;
+pub mod renew;
 pub mod session;
 pub mod tls;
 pub mod udp_conn;

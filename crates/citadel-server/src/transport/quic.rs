@@ -49,18 +49,27 @@ pub fn transport_config(cfg: &DatagramTransportConfig) -> anyhow::Result<quinn::
     Ok(t)
 }
 
+/// The server configuration for `identity` (also used to swap in a
+/// renewed certificate).
+pub fn server_config(
+    cfg: &DatagramTransportConfig,
+    identity: &TlsIdentity,
+) -> anyhow::Result<quinn::ServerConfig> {
+    let tls = identity.rustls_server_config(&[ALPN_CITADEL])?;
+    let crypto =
+        quinn::crypto::rustls::QuicServerConfig::try_from(tls).context("QUIC TLS configuration")?;
+    let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    server.transport_config(Arc::new(transport_config(cfg)?));
+    Ok(server)
+}
+
 /// Binds the QUIC endpoint.
 pub fn endpoint(
     cfg: &DatagramTransportConfig,
     identity: &TlsIdentity,
     addr: SocketAddr,
 ) -> anyhow::Result<quinn::Endpoint> {
-    let tls = identity.rustls_server_config(&[ALPN_CITADEL])?;
-    let crypto =
-        quinn::crypto::rustls::QuicServerConfig::try_from(tls).context("QUIC TLS configuration")?;
-    let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-    server.transport_config(Arc::new(transport_config(cfg)?));
-    quinn::Endpoint::server(server, addr)
+    quinn::Endpoint::server(server_config(cfg, identity)?, addr)
         .with_context(|| format!("cannot bind transport.quic.bind {addr}"))
 }
 

@@ -146,7 +146,8 @@ fn load_dev(dir: &Path) -> anyhow::Result<TlsIdentity> {
     Ok(identity)
 }
 
-fn create_dev(dir: &Path, now: SystemTime) -> anyhow::Result<TlsIdentity> {
+/// Generates, stores and returns a new development certificate.
+pub fn create_dev(dir: &Path, now: SystemTime) -> anyhow::Result<TlsIdentity> {
     let key_pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)
         .context("generating the development key")?;
     let mut params =

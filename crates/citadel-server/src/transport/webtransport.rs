@@ -25,26 +25,36 @@ use crate::transport::session::{DatagramRefused, Session};
 use crate::transport::tls::TlsIdentity;
 use crate::transport::udp_conn::handle_session;
 
+/// A bound WebTransport server endpoint.
+pub type WtEndpoint = wtransport::Endpoint<wtransport::endpoint::endpoint_side::Server>;
+
+/// The server configuration for `identity` (also used to swap in a
+/// renewed certificate; the address is ignored then).
+pub fn server_config(
+    cfg: &DatagramTransportConfig,
+    identity: &TlsIdentity,
+    addr: SocketAddr,
+) -> anyhow::Result<wtransport::ServerConfig> {
+    let tls = identity.rustls_server_config(&[b"h3"])?;
+    Ok(wtransport::ServerConfig::builder()
+        .with_bind_address(addr)
+        .with_custom_tls_and_transport(tls, transport_config(cfg)?)
+        .build())
+}
+
 /// Binds the WebTransport endpoint.
 pub fn endpoint(
     cfg: &DatagramTransportConfig,
     identity: &TlsIdentity,
     addr: SocketAddr,
-) -> anyhow::Result<wtransport::Endpoint<wtransport::endpoint::endpoint_side::Server>> {
-    let tls = identity.rustls_server_config(&[b"h3"])?;
-    let config = wtransport::ServerConfig::builder()
-        .with_bind_address(addr)
-        .with_custom_tls_and_transport(tls, transport_config(cfg)?)
-        .build();
-    wtransport::Endpoint::server(config)
+) -> anyhow::Result<Arc<WtEndpoint>> {
+    wtransport::Endpoint::server(server_config(cfg, identity, addr)?)
+        .map(Arc::new)
         .with_context(|| format!("cannot bind transport.webtransport.bind {addr}"))
 }
 
 /// Accepts WebTransport sessions until shutdown.
-pub async fn serve(
-    endpoint: wtransport::Endpoint<wtransport::endpoint::endpoint_side::Server>,
-    shared: Arc<NodeShared>,
-) {
+pub async fn serve(endpoint: Arc<WtEndpoint>, shared: Arc<NodeShared>) {
     let handshake = Duration::from_millis(shared.config.transport.auth.handshake_timeout_ms);
     loop {
         let incoming = tokio::select! {

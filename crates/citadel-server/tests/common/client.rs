@@ -54,7 +54,7 @@ macro_rules! forward {
 
 /// The certificate the node presents, pinned.
 pub fn node_trust(node: &RunningNode) -> ServerTrust {
-    let tls = node.shared().tls.as_ref().expect("tls enabled");
+    let tls = node.shared().tls().expect("tls enabled");
     ServerTrust::Pinned(tls.chain.clone())
 }
 
