@@ -829,6 +829,42 @@ mod tests {
     }
 
     #[test]
+    fn udp_transport_and_tls_keys_are_validated_by_name() {
+        let c = load("[transport.webtransport]\nenabled = true\n", &[]).unwrap();
+        assert_eq!(
+            c.webtransport_addr().unwrap().port(),
+            7353,
+            "section default"
+        );
+        assert_eq!(c.quic_addr().unwrap().port(), 7351);
+        for (toml, key) in [
+            (
+                "[transport.quic]\nkeep_alive_interval_ms = 40000\n",
+                "transport.quic.keep_alive_interval_ms",
+            ),
+            (
+                "[transport.webtransport]\npath = \"citadel\"\n",
+                "transport.webtransport.path",
+            ),
+            (
+                "[transport.quic]\nmax_client_streams = 0\n",
+                "transport.quic.max_client_streams",
+            ),
+            (
+                "[transport.tls]\ncertificate_file = \"c.pem\"\n",
+                "transport.tls.private_key_file",
+            ),
+            (
+                "[transport.tls]\ndata_dir = \"\"\n",
+                "transport.tls.data_dir",
+            ),
+        ] {
+            let err = load(toml, &[]).unwrap_err().to_string();
+            assert!(err.contains(key), "{toml}: {err}");
+        }
+    }
+
+    #[test]
     fn env_overrides_file_and_aliases_work() {
         let c = load(
             "[transport.auth]\nallow_guests = true\n",

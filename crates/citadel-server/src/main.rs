@@ -118,9 +118,16 @@ fn main() -> std::process::ExitCode {
 async fn serve(config: Config, source: ConfigSource) -> anyhow::Result<()> {
     let node = NodeBuilder::new(config.clone()).start().await?;
     let ws = node.ws_addr.map(|a| a.to_string());
+    let quic = node.quic_url();
+    let webtransport = node.webtransport_url();
+    let listeners = banner::Listeners {
+        ws: ws.as_deref(),
+        quic: quic.as_deref(),
+        webtransport: webtransport.as_deref(),
+    };
     println!(
         "{}",
-        banner::render(&config, &source, &node.http_addr.to_string(), ws.as_deref())
+        banner::render(&config, &source, &node.http_addr.to_string(), listeners)
     );
     tracing::info!(node_id = %config.server.node_id, http = %node.http_addr, "serving");
     wait_for_signal().await;
