@@ -6,11 +6,15 @@
 //! - [`quic`] and [`webtransport`]: UDP transports with a reliable path
 //!   (streams) and an unreliable one (datagrams), both driven by
 //!   [`udp_conn`] through the [`session::Session`] adapter.
-//! - [`tls`]: the certificate both UDP transports present.
+//! - [`tls`]: the certificate both UDP transports present; [`renew`] rotates
+//!   the development certificate while the node runs.
+//! - [`slot`]: the connection cap and open/close accounting every transport
+//!   shares.
 
 pub mod quic;
 pub mod renew;
 pub mod session;
+pub mod slot;
 pub mod tls;
 pub mod udp_conn;
 pub mod webtransport;

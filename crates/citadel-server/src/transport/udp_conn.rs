@@ -36,6 +36,7 @@ use crate::gateway::outbound::{LaneLimits, Outbound};
 use crate::metrics::{CloseReason, DropReason, Metrics};
 use crate::node::NodeShared;
 use crate::transport::session::{DatagramRefused, Session};
+use crate::transport::slot::OpenConnection;
 
 /// Decoded envelopes waiting for the connection task, per connection.
 const INBOUND_CHANNEL: usize = 64;
@@ -55,15 +56,12 @@ pub async fn handle_session<S: Session>(
     shared: Arc<NodeShared>,
     cfg: DatagramTransportConfig,
 ) {
-    let Ok(_slot) = shared.connection_slots.clone().try_acquire_owned() else {
-        shared.metrics.closed(CloseReason::ServerFull);
+    let Some(open) = OpenConnection::try_open(&shared) else {
         let (code, text) = CloseReason::ServerFull.quic_close();
         session.close(code, text.as_bytes());
         return;
     };
     let metrics = shared.metrics.clone();
-    metrics.connections_open.fetch_add(1, Ordering::Relaxed);
-    metrics.connections_total.fetch_add(1, Ordering::Relaxed);
     let outbound = Outbound::new(
         LaneLimits {
             reliable_capacity: cfg.outbound_queue_capacity,
@@ -99,10 +97,7 @@ pub async fn handle_session<S: Session>(
     outbound.close(reason);
     readers.abort_all();
     let _ = writer.await;
-    let final_reason = outbound.close_reason().unwrap_or(reason);
-    metrics.closed(final_reason);
-    metrics.connections_open.fetch_sub(1, Ordering::Relaxed);
-    tracing::debug!(reason = final_reason.label(), "quic connection closed");
+    open.finish(outbound.close_reason().unwrap_or(reason));
 }
 
 /// Feeds streams and datagrams to the connection; returns why it ended.
