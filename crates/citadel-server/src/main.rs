@@ -4,6 +4,7 @@
 //! second signal exits at once); `citadel check [--config F]` validates and
 //! exits non-zero with a message naming the bad key; `citadel version`.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 
 use citadel_server::config::{CliOverrides, Config, ConfigSource};
@@ -116,21 +117,23 @@ fn main() -> std::process::ExitCode {
 }
 
 async fn serve(config: Config, source: ConfigSource) -> anyhow::Result<()> {
+    // Install the handlers before anything is announced, so a signal that
+    // arrives right after the banner is never the default (kill) action.
+    let mut signals = Signals::install()?;
     let node = NodeBuilder::new(config.clone()).start().await?;
     let ws = node.ws_addr.map(|a| a.to_string());
-    println!(
-        "{}",
-        banner::render(&config, &source, &node.http_addr.to_string(), ws.as_deref())
-    );
+    // A closed stdout (a supervisor that stopped reading) must not stop the node.
+    let banner = banner::render(&config, &source, &node.http_addr.to_string(), ws.as_deref());
+    let _ = writeln!(std::io::stdout(), "{banner}").and_then(|()| std::io::stdout().flush());
     tracing::info!(node_id = %config.server.node_id, http = %node.http_addr, "serving");
-    wait_for_signal().await;
+    signals.next().await;
     tracing::info!(
         grace_ms = config.shutdown.grace_ms,
         "shutting down; a second signal exits at once"
     );
     node.shutdown();
-    tokio::spawn(async {
-        wait_for_signal().await;
+    tokio::spawn(async move {
+        signals.next().await;
         eprintln!("second signal: exiting now");
         std::process::exit(130);
     });
@@ -139,24 +142,25 @@ async fn serve(config: Config, source: ConfigSource) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
+/// SIGINT and SIGTERM, installed once.
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> anyhow::Result<Self> {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
+        Ok(Signals {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+
+    async fn next(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
     }
 }
