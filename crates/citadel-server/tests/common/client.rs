@@ -141,3 +141,39 @@ impl TestClient {
         }
     }
 }
+
+/// What [`crate::common::closed`] needs: any client of any transport.
+#[allow(async_fn_in_trait)]
+pub trait AnyClient {
+    /// The next envelope (`Ok(None)` once closed).
+    async fn next_envelope(&mut self) -> ClientResult<Option<Envelope>>;
+    /// The server's close code and reason.
+    fn server_close(&self) -> Option<(u16, String)>;
+}
+
+impl AnyClient for TestClient {
+    async fn next_envelope(&mut self) -> ClientResult<Option<Envelope>> {
+        self.recv().await
+    }
+    fn server_close(&self) -> Option<(u16, String)> {
+        self.close_reason()
+    }
+}
+
+impl AnyClient for WsClient {
+    async fn next_envelope(&mut self) -> ClientResult<Option<Envelope>> {
+        self.recv().await
+    }
+    fn server_close(&self) -> Option<(u16, String)> {
+        self.close_reason()
+    }
+}
+
+impl AnyClient for QuicClient {
+    async fn next_envelope(&mut self) -> ClientResult<Option<Envelope>> {
+        self.recv().await
+    }
+    fn server_close(&self) -> Option<(u16, String)> {
+        self.close_reason()
+    }
+}

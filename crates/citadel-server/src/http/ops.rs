@@ -1,9 +1,6 @@
-//! The HTTP listener: `/health` (liveness), `/status` (JSON snapshot of the
-//! node), `/metrics` (Prometheus text) and `/v1/webtransport` (session URL
-//! and certificate hash for browsers).
-//!
-//! What it is not: the auth and account routes arrive with the accounts
-//! service. Every response counts toward `http_requests_total`.
+//! Operations endpoints: `/health` (liveness), `/status` (JSON snapshot of
+//! the node) and `/metrics` (Prometheus text). No authentication; they never
+//! expose host resources or secrets.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -14,31 +11,15 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::get;
 use serde_json::json;
-use tokio::net::TcpListener;
 
 use crate::node::NodeShared;
 
-/// Serves HTTP until shutdown.
-pub async fn serve(listener: TcpListener, shared: Arc<NodeShared>) {
-    let shutdown = shared.shutdown.clone();
-    let app = router(shared);
-    if let Err(err) = axum::serve(listener, app)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
-    {
-        tracing::error!(error = %err, "HTTP server failed");
-    }
-}
-
-/// The routes.
-pub fn router(shared: Arc<NodeShared>) -> Router {
+/// The operations routes.
+pub fn routes() -> Router<Arc<NodeShared>> {
     Router::new()
         .route("/health", get(health))
         .route("/status", get(status))
         .route("/metrics", get(metrics))
-        .route("/v1/webtransport", get(webtransport))
-        .fallback(not_found)
-        .with_state(shared)
 }
 
 async fn health(State(shared): State<Arc<NodeShared>>) -> Json<serde_json::Value> {
@@ -60,6 +41,7 @@ async fn status(State(shared): State<Arc<NodeShared>>) -> Json<serde_json::Value
         "node_id": shared.config.server.node_id,
         "version": env!("CARGO_PKG_VERSION"),
         "uptime_seconds": shared.started.elapsed().as_secs(),
+        "backend": shared.accounts.store().backend(),
         "transports": {
             "websocket": { "enabled": cfg.websocket.enabled, "bind": cfg.websocket.bind },
             "quic": { "enabled": cfg.quic.enabled, "bind": cfg.quic.bind_or(crate::config::QUIC_DEFAULT_BIND) },
@@ -97,35 +79,8 @@ async fn metrics(State(shared): State<Arc<NodeShared>>) -> Response {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
 }
 
-/// What a browser page needs to open a WebTransport session without a
-/// trusted CA: the URL and the SHA-256 of the certificate in use (for
-/// `serverCertificateHashes`; only a development certificate qualifies).
-async fn webtransport(State(shared): State<Arc<NodeShared>>) -> Response {
-    shared.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
-    let (Some(addr), Some(tls)) = (shared.webtransport_addr, shared.tls()) else {
-        return (
-            StatusCode::NOT_FOUND,
-            Json(
-                json!({"code": "webtransport_disabled", "message": "WebTransport is not enabled"}),
-            ),
-        )
-            .into_response();
-    };
-    let path = &shared.config.transport.webtransport.path;
-    Json(json!({
-        "url": format!("https://{addr}{path}"),
-        "port": addr.port(),
-        "path": path,
-        "certificate_hash": {
-            "algorithm": "sha-256",
-            "value": tls.leaf_sha256_hex(),
-        },
-        "development_certificate": tls.dev_not_after.is_some(),
-    }))
-    .into_response()
-}
-
-async fn not_found() -> Response {
+/// 404 with the standard error body.
+pub async fn not_found() -> Response {
     (
         StatusCode::NOT_FOUND,
         Json(json!({"code": "not_found", "message": "no such route"})),
