@@ -56,6 +56,13 @@ reasons!(
         DatagramTooLarge => "datagram_too_large",
         /// An inbound datagram shorter than the 2-byte kind.
         MalformedDatagram => "malformed_datagram",
+        /// NA_STATE for an object the sender does not own, or for a
+        /// predicted-authoritative archetype, or with a non-finite transform.
+        ActorStateRefused => "actor_state_refused",
+        /// Transform-sync frames from a client that has not sent HELLO.
+        NotOptedIn => "not_opted_in",
+        /// Owner input frames (the validated-input path is not served yet).
+        InputNotServed => "input_not_served",
     }
 );
 
@@ -166,7 +173,7 @@ pub struct Metrics {
     pub rpc_errors: AtomicU64,
     /// HTTP requests served.
     pub http_requests: AtomicU64,
-    drops: [AtomicU64; 14],
+    drops: [AtomicU64; 17],
     closes: [AtomicU64; 13],
 }
 

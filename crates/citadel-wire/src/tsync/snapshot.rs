@@ -26,6 +26,42 @@ pub const CHANGED_VELOCITY: u8 = 1;
 pub const SNAPSHOT_HEADER_BITS: usize = 32 + 32 + 32 + 8 + 16 + 16;
 const UPDATE_MIN_BITS: usize = 32 + 16 + 4;
 
+/// Which fields an entry carries (shared by the float and code forms).
+#[derive(Clone, Copy)]
+struct Fields {
+    position: bool,
+    rotation: bool,
+    velocity: bool,
+    seq: bool,
+}
+
+impl Fields {
+    fn of(position: bool, rotation: bool, velocity: bool, seq: bool) -> Self {
+        Fields {
+            position,
+            rotation,
+            velocity,
+            seq,
+        }
+    }
+
+    fn mask(self) -> u8 {
+        (u8::from(self.seq) * CHANGED_LAST_INPUT_SEQ)
+            | (u8::from(self.position) * CHANGED_POSITION)
+            | (u8::from(self.rotation) * CHANGED_ROTATION)
+            | (u8::from(self.velocity) * CHANGED_VELOCITY)
+    }
+
+    fn bits(self, codec: &TransformCodec) -> usize {
+        let on = |flag: bool, bits: u32| if flag { bits as usize } else { 0 };
+        UPDATE_MIN_BITS
+            + on(self.position, codec.position.bits())
+            + on(self.rotation, codec.quat_mode.total_bits())
+            + on(self.velocity, codec.velocity.bits())
+            + on(self.seq, 32)
+    }
+}
+
 /// One object's entry in a snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct SnapshotUpdate {
@@ -46,21 +82,24 @@ pub struct SnapshotUpdate {
 impl SnapshotUpdate {
     /// The 4-bit changed mask this update encodes with.
     pub fn changed_mask(&self) -> u8 {
-        (u8::from(self.last_input_seq.is_some()) * CHANGED_LAST_INPUT_SEQ)
-            | (u8::from(self.position.is_some()) * CHANGED_POSITION)
-            | (u8::from(self.rotation.is_some()) * CHANGED_ROTATION)
-            | (u8::from(self.velocity.is_some()) * CHANGED_VELOCITY)
+        Fields::of(
+            self.position.is_some(),
+            self.rotation.is_some(),
+            self.velocity.is_some(),
+            self.last_input_seq.is_some(),
+        )
+        .mask()
     }
 
     /// Encoded size in bits under `codec`.
     pub fn bit_len(&self, codec: &TransformCodec) -> usize {
-        UPDATE_MIN_BITS
-            + self.position.map_or(0, |_| codec.position.bits() as usize)
-            + self
-                .rotation
-                .map_or(0, |_| codec.quat_mode.total_bits() as usize)
-            + self.velocity.map_or(0, |_| codec.velocity.bits() as usize)
-            + self.last_input_seq.map_or(0, |_| 32)
+        Fields::of(
+            self.position.is_some(),
+            self.rotation.is_some(),
+            self.velocity.is_some(),
+            self.last_input_seq.is_some(),
+        )
+        .bits(codec)
     }
 
     /// Quantizes this update with `codec`.
@@ -142,23 +181,23 @@ pub struct QuantizedUpdate {
 }
 
 impl QuantizedUpdate {
+    fn fields(&self) -> Fields {
+        Fields::of(
+            self.position.is_some(),
+            self.rotation.is_some(),
+            self.velocity.is_some(),
+            self.last_input_seq.is_some(),
+        )
+    }
+
     /// The 4-bit changed mask.
     pub fn changed_mask(&self) -> u8 {
-        (u8::from(self.last_input_seq.is_some()) * CHANGED_LAST_INPUT_SEQ)
-            | (u8::from(self.position.is_some()) * CHANGED_POSITION)
-            | (u8::from(self.rotation.is_some()) * CHANGED_ROTATION)
-            | (u8::from(self.velocity.is_some()) * CHANGED_VELOCITY)
+        self.fields().mask()
     }
 
     /// Encoded size in bits under `codec`.
     pub fn bit_len(&self, codec: &TransformCodec) -> usize {
-        UPDATE_MIN_BITS
-            + self.position.map_or(0, |_| codec.position.bits() as usize)
-            + self
-                .rotation
-                .map_or(0, |_| codec.quat_mode.total_bits() as usize)
-            + self.velocity.map_or(0, |_| codec.velocity.bits() as usize)
-            + self.last_input_seq.map_or(0, |_| 32)
+        self.fields().bits(codec)
     }
 
     /// Writes the entry.
