@@ -39,7 +39,9 @@ fn world(n: u32) -> World {
 }
 
 fn bench(c: &mut Criterion) {
-    let codec = HelloParams::default().codec().unwrap_or_else(|e| panic!("{e}"));
+    let codec = HelloParams::default()
+        .codec()
+        .unwrap_or_else(|e| panic!("{e}"));
     for n in [50u32, 256] {
         let mut w = world(n);
         let mut sender = SnapshotSender::new(999, codec, SenderConfig::default());
@@ -65,7 +67,9 @@ fn bench(c: &mut Criterion) {
         });
     }
     let w = world(50);
-    c.bench_function("latch_frame_50", |b| b.iter(|| black_box(Frame::latch(&w, &codec))));
+    c.bench_function("latch_frame_50", |b| {
+        b.iter(|| black_box(Frame::latch(&w, &codec)))
+    });
 }
 
 criterion_group!(benches, bench);
