@@ -11,8 +11,10 @@
 //! actor's interpolated transform.
 //!
 //! What it is not: no engine objects. It reports spawns and despawns as
-//! [`ActorEvent`]s; the first spawn after announcing presence is the local
-//! owner's own actor (the server sends it first).
+//! [`ActorEvent`]s. The server sends the owner its own spawn immediately
+//! followed by the batch of existing actors; another client's spawn can
+//! cross the announcement in flight, so after announcing, spawns are held
+//! until the batch arrives and the one right before it is the local actor.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -89,6 +91,7 @@ pub struct ActorView {
     newest_tick: u32,
     pending_ack: Option<Envelope>,
     expecting_own: bool,
+    held_spawns: Vec<NaSpawn>,
 }
 
 impl Default for ActorView {
@@ -102,6 +105,7 @@ impl Default for ActorView {
             newest_tick: 0,
             pending_ack: None,
             expecting_own: false,
+            held_spawns: Vec::new(),
         }
     }
 }
@@ -161,13 +165,31 @@ impl ActorView {
             }
             KIND_NA_SPAWN => {
                 if let Ok(spawn) = NaSpawn::decode(&envelope.body) {
-                    events.push(self.spawned(spawn));
+                    if self.expecting_own {
+                        // Another client's spawn may cross our announcement in
+                        // flight; ours is the one right before the batch.
+                        self.held_spawns.push(spawn);
+                    } else {
+                        events.push(self.spawned(spawn, false));
+                    }
                 }
             }
             KIND_NA_SPAWN_BATCH => {
                 if let Ok(batch) = NaSpawnBatch::decode(&envelope.body) {
+                    if self.expecting_own {
+                        self.expecting_own = false;
+                        let held = std::mem::take(&mut self.held_spawns);
+                        let own = held.len().checked_sub(1);
+                        for (i, spawn) in held.into_iter().enumerate() {
+                            let is_own = Some(i) == own;
+                            if is_own {
+                                self.local = Some(spawn.object_id);
+                            }
+                            events.push(self.spawned(spawn, is_own));
+                        }
+                    }
                     for spawn in batch.spawns {
-                        events.push(self.spawned(spawn));
+                        events.push(self.spawned(spawn, false));
                     }
                 }
             }
@@ -198,21 +220,12 @@ impl ActorView {
         presence(archetype_id, transform)
     }
 
-    fn spawned(&mut self, spawn: NaSpawn) -> ActorEvent {
-        let is_local = if self.local == Some(spawn.object_id) {
-            true
-        } else if self.expecting_own {
-            self.expecting_own = false;
-            self.local = Some(spawn.object_id);
-            true
-        } else {
-            false
-        };
+    fn spawned(&mut self, spawn: NaSpawn, own: bool) -> ActorEvent {
         let actor = Actor {
             object_id: spawn.object_id,
             archetype_id: spawn.archetype_id,
             owner: spawn.owner,
-            is_local,
+            is_local: own || self.local == Some(spawn.object_id),
             spawn: spawn.transform,
         };
         self.actors.insert(spawn.object_id, actor);
@@ -222,5 +235,60 @@ impl ActorView {
     /// The acknowledgement to send after the last applied snapshot.
     pub fn poll_ack(&mut self) -> Option<Envelope> {
         self.pending_ack.take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spawn(object_id: u32, owner: u64) -> Envelope {
+        NaSpawn {
+            object_id,
+            archetype_id: 0,
+            owner,
+            transform: NaTransform::IDENTITY,
+        }
+        .to_envelope()
+    }
+
+    #[test]
+    fn a_spawn_crossing_the_announcement_is_not_taken_for_ours() {
+        let mut view = ActorView::new();
+        let _ = view.announce(0, NaTransform::IDENTITY);
+        // Another player's spawn was already in flight, then ours, then the batch.
+        assert!(
+            view.handle_envelope(&spawn(1, 10)).is_empty(),
+            "held until the batch"
+        );
+        assert!(view.handle_envelope(&spawn(2, 20)).is_empty());
+        let events = view.handle_envelope(
+            &NaSpawnBatch {
+                spawns: vec![NaSpawn {
+                    object_id: 1,
+                    archetype_id: 0,
+                    owner: 10,
+                    transform: NaTransform::IDENTITY,
+                }],
+            }
+            .to_envelope(),
+        );
+        assert_eq!(view.local_object(), Some(2));
+        let local: Vec<(u32, bool)> = events
+            .iter()
+            .filter_map(|e| match e {
+                ActorEvent::Spawned(a) => Some((a.object_id, a.is_local)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(local, vec![(1, false), (2, true), (1, false)]);
+        // Later spawns are remote and emitted at once.
+        assert_eq!(view.handle_envelope(&spawn(3, 30)).len(), 1);
+        let despawn = NaDespawn { object_id: 2 }.to_envelope();
+        assert_eq!(
+            view.handle_envelope(&despawn),
+            vec![ActorEvent::Despawned(2)]
+        );
+        assert_eq!(view.local_object(), None);
     }
 }

@@ -102,20 +102,21 @@ async fn seed_004_flow_relay_movement_and_despawn() {
     a.events.extend(a.view.handle_envelope(&first));
     let batch = recv(&mut a.client).await;
     assert_eq!(batch.kind, KIND_NA_SPAWN_BATCH);
+    a.events.extend(a.view.handle_envelope(&batch));
     let a_id = a
         .view
         .local_object()
-        .expect("own object latched from the first spawn");
+        .expect("own object latched from the spawn before the batch");
     let mut b = Player::join(&node).await;
     b.announce(0, 200.0).await;
     let own = recv(&mut b.client).await;
     assert_eq!(own.kind, KIND_NA_SPAWN);
     b.view.handle_envelope(&own);
-    let b_id = b.view.local_object().unwrap();
-    assert_ne!(a_id, b_id);
     let batch = recv(&mut b.client).await;
     assert_eq!(batch.kind, KIND_NA_SPAWN_BATCH);
     b.view.handle_envelope(&batch);
+    let b_id = b.view.local_object().unwrap();
+    assert_ne!(a_id, b_id);
     assert!(b.knows(a_id), "B's batch carries A's actor");
     // A hears B's spawn.
     a.pump_until("B's spawn", |p| p.knows(b_id)).await;
@@ -213,8 +214,10 @@ async fn predicted_archetypes_get_their_role_and_refuse_relay_state() {
     let own = recv(&mut a.client).await;
     assert_eq!(own.kind, KIND_NA_SPAWN);
     a.view.handle_envelope(&own);
+    let batch = recv(&mut a.client).await;
+    assert_eq!(batch.kind, KIND_NA_SPAWN_BATCH);
+    a.view.handle_envelope(&batch);
     let id = a.view.local_object().unwrap();
-    assert_eq!(recv(&mut a.client).await.kind, KIND_NA_SPAWN_BATCH);
     let role = recv(&mut a.client).await;
     assert_eq!(role.kind, KIND_TSYNC_ROLE, "ROLE follows the self-spawn");
     let role = citadel_client::wire::tsync::RoleChange::decode(&role.body).unwrap();
