@@ -14,12 +14,12 @@
 //! | [`gateway`] | handshake phases, dispatch, outbound lanes, rate limit |
 //! | [`realm`] | rooms, the default dimension, room policy |
 //! | [`rpc`] | method registry with reserved built-in namespaces |
+//! | [`runtime`] | embedded Lua: hooks, host functions, budgets, hot reload |
 //! | [`http`] | `/health`, `/status`, `/metrics` |
 //! | [`metrics`] | counters, drop and close reasons |
 //! | [`node`] | wiring, listeners, shutdown |
 //!
-//! What it is not (yet): QUIC/WebTransport, accounts, the Lua runtime and
-//! transform sync arrive in their own modules; their config keys are
+//! What it is not (yet): QUIC/WebTransport, accounts and transform sync arrive in their own modules; their config keys are
 //! accepted so existing configuration files load.
 
 #![forbid(unsafe_code)]
@@ -32,6 +32,7 @@ pub mod metrics;
 pub mod node;
 pub mod realm;
 pub mod rpc;
+pub mod runtime;
 pub mod transport;
 
 pub use config::Config;

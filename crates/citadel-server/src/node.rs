@@ -23,6 +23,7 @@ use crate::gateway::handshake::{RejectAllTokens, SessionValidator};
 use crate::metrics::Metrics;
 use crate::realm::{DefaultRoomPolicy, Realm, RoomPolicy};
 use crate::rpc::{RpcHandler, RpcRegistry};
+use crate::runtime::{LuaRoomPolicy, Runtime};
 
 /// State shared by every task of a node.
 pub struct NodeShared {
@@ -36,6 +37,8 @@ pub struct NodeShared {
     pub rpc: RpcRegistry,
     /// Session-token validation.
     pub validator: Arc<dyn SessionValidator>,
+    /// The Lua runtime (`None`: disabled or no `main.lua`, built-in relay).
+    pub runtime: Option<Runtime>,
     /// Cancelled when the node shuts down.
     pub shutdown: CancellationToken,
     /// Connection and RPC tasks.
@@ -107,11 +110,19 @@ impl NodeBuilder {
     pub async fn start(self) -> anyhow::Result<RunningNode> {
         let config = self.config;
         config.validate()?;
-        let policy = self.policy.unwrap_or_else(|| {
-            Arc::new(DefaultRoomPolicy {
-                default_max_players: config.rooms.default_max_players,
-            })
-        });
+        let metrics = Arc::new(Metrics::default());
+        // Lua runtime (issue 6): a present but broken main.lua stops startup.
+        let runtime = Runtime::start(&config.runtime, metrics.clone()).map_err(|e| {
+            anyhow::anyhow!("cannot load {}/main.lua: {e}", config.runtime.scripts_dir)
+        })?;
+        let fallback = DefaultRoomPolicy {
+            default_max_players: config.rooms.default_max_players,
+        };
+        let policy: Arc<dyn RoomPolicy> = match (self.policy, &runtime) {
+            (Some(policy), _) => policy,
+            (None, Some(rt)) => Arc::new(LuaRoomPolicy::new(rt.clone(), fallback)),
+            (None, None) => Arc::new(fallback),
+        };
         let http_listener = TcpListener::bind(config.http_addr()?)
             .await
             .map_err(|e| anyhow::anyhow!("cannot bind http.bind {}: {e}", config.http.bind))?;
@@ -138,10 +149,11 @@ impl NodeBuilder {
             }
         }
         let shared = Arc::new(NodeShared {
-            metrics: Arc::new(Metrics::default()),
+            metrics,
             realm: Realm::new(config.rooms.clone(), policy),
             rpc: self.rpc,
             validator: self.validator,
+            runtime,
             shutdown: CancellationToken::new(),
             tasks: TaskTracker::new(),
             connection_slots: Arc::new(Semaphore::new(config.transport.limits.max_connections)),
@@ -149,6 +161,9 @@ impl NodeBuilder {
             next_participant: AtomicU64::new(1),
             config,
         });
+        if let Some(rt) = &shared.runtime {
+            rt.attach(&shared);
+        }
         let http_addr = http_listener.local_addr()?;
         let http = tokio::spawn(crate::http::serve(http_listener, shared.clone()));
         let ws_addr = match ws_listener {
@@ -209,5 +224,8 @@ impl RunningNode {
             tracing::warn!("shutdown grace elapsed with connections still open");
         }
         let _ = tokio::time::timeout(Duration::from_secs(1), self.http).await;
+        if let Some(rt) = &self.shared.runtime {
+            rt.stop();
+        }
     }
 }
