@@ -78,7 +78,27 @@ fn main() -> std::process::ExitCode {
                     config.logging.level,
                     config.logging.format
                 );
-                std::process::ExitCode::SUCCESS
+                // The Lua script is built too (issue 6); nothing is started.
+                match citadel_server::runtime::check(&config.runtime) {
+                    Ok(Some(registered)) => {
+                        println!(
+                            "script ok: {}/main.lua registers {} RPC method(s), {} message kind(s), {} hook(s)",
+                            config.runtime.scripts_dir,
+                            registered.rpc.len(),
+                            registered.message.len(),
+                            registered.hooks.len()
+                        );
+                        std::process::ExitCode::SUCCESS
+                    }
+                    Ok(None) => {
+                        println!("script: none (built-in relay)");
+                        std::process::ExitCode::SUCCESS
+                    }
+                    Err(err) => {
+                        eprintln!("error: {}/main.lua: {err}", config.runtime.scripts_dir);
+                        std::process::ExitCode::from(2)
+                    }
+                }
             }
             Err(err) => {
                 eprintln!("error: {err}");
@@ -116,21 +136,25 @@ fn main() -> std::process::ExitCode {
 }
 
 async fn serve(config: Config, source: ConfigSource) -> anyhow::Result<()> {
+    let mut signals = Signals::install();
     let node = NodeBuilder::new(config.clone()).start().await?;
     let ws = node.ws_addr.map(|a| a.to_string());
-    println!(
-        "{}",
-        banner::render(&config, &source, &node.http_addr.to_string(), ws.as_deref())
-    );
+    {
+        // A closed stdout (e.g. a supervisor that stopped reading) must not
+        // kill the server: `println!` would panic on EPIPE.
+        use std::io::Write as _;
+        let banner = banner::render(&config, &source, &node.http_addr.to_string(), ws.as_deref());
+        let _ = writeln!(std::io::stdout().lock(), "{banner}");
+    }
     tracing::info!(node_id = %config.server.node_id, http = %node.http_addr, "serving");
-    wait_for_signal().await;
+    signals.recv().await;
     tracing::info!(
         grace_ms = config.shutdown.grace_ms,
         "shutting down; a second signal exits at once"
     );
     node.shutdown();
-    tokio::spawn(async {
-        wait_for_signal().await;
+    tokio::spawn(async move {
+        signals.recv().await;
         eprintln!("second signal: exiting now");
         std::process::exit(130);
     });
@@ -139,24 +163,31 @@ async fn serve(config: Config, source: ConfigSource) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn wait_for_signal() {
+/// Shutdown signals, registered before the banner is printed so a SIGTERM
+/// sent right after it is never the default (immediate) termination.
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn install() -> Self {
+        Signals {
+            #[cfg(unix)]
+            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
         }
     }
-    #[cfg(not(unix))]
-    {
+
+    /// Waits for SIGINT (Ctrl-C) or SIGTERM.
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        if let Some(term) = self.term.as_mut() {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
         let _ = tokio::signal::ctrl_c().await;
     }
 }

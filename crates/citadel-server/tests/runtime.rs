@@ -382,9 +382,10 @@ end)
             Err(want.into()),
             "{method}"
         );
-        // deadline_ms = 100; generous slack for debug builds and two cores.
+        // deadline_ms = 100; generous slack for debug builds on two shared
+        // cores (an unbounded handler would never answer).
         assert!(
-            started.elapsed() < Duration::from_millis(1_000),
+            started.elapsed() < Duration::from_millis(2_500),
             "{method} took {:?}",
             started.elapsed()
         );
@@ -484,6 +485,13 @@ async fn hot_reload_swaps_valid_edits_and_keeps_the_old_vm_on_broken_ones() {
     {
         std::fs::write(&main, broken).unwrap();
         let deadline = Instant::now() + STEP;
+        if broken.starts_with("while") {
+            // The replacement builds off the VM thread: calls keep flowing.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let started = Instant::now();
+            assert_eq!(rpc(&mut a, "version", b"").await, Ok("v2".into()));
+            assert!(started.elapsed() < Duration::from_millis(500));
+        }
         while m.runtime_events(RuntimeEvent::ReloadFailures) < i as u64 + 1 {
             assert!(
                 Instant::now() < deadline,
@@ -544,4 +552,32 @@ async fn the_default_game_answers_ping_and_echo() {
     let payload = [7u8; 32];
     let echoed = a.call_rpc("echo", &payload).await.unwrap();
     assert_eq!(&echoed[..], &payload[..]);
+}
+
+#[tokio::test]
+async fn log_and_actor_functions_work_from_a_live_call() {
+    let node = start_lua(
+        r#"
+citadel.on_rpc("spawn", function(ctx, body)
+    citadel.log("spawning for " .. ctx.sender)
+    citadel.log({}, "WARN")
+    citadel.log(42, "no-such-level")
+    local id = citadel.spawn_actor{ archetype = 2, x = 1, y = 2, z = 3 }
+    citadel.move_actor(id, 4, 5, 6, 1, 0, 0)
+    citadel.despawn_actor(id)
+    return tostring(id)
+end)
+citadel.on_rpc("bad_spawn", function() citadel.spawn_actor{ archetype = 70000 } return "x" end)
+"#,
+    )
+    .await;
+    let mut a = guest(&node).await;
+    assert_eq!(rpc(&mut a, "spawn", b"").await, Ok("1073741824".into()));
+    assert_eq!(rpc(&mut a, "spawn", b"").await, Ok("1073741825".into()));
+    assert_eq!(
+        rpc(&mut a, "bad_spawn", b"").await,
+        Err("RPC handler error".into())
+    );
+    let m = &node.shared().metrics;
+    assert_eq!(m.runtime_events(RuntimeEvent::ActorCommands), 6);
 }

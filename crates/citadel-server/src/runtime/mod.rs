@@ -91,6 +91,30 @@ pub(crate) struct Inner {
     shared: Arc<Shared>,
 }
 
+fn limits_of(config: &RuntimeConfig) -> (vm::Limits, PathBuf) {
+    let scripts_dir = PathBuf::from(&config.scripts_dir);
+    let entry = scripts_dir.join("main.lua");
+    let limits = vm::Limits {
+        deadline: Duration::from_millis(config.deadline_ms),
+        tick_deadline: Duration::from_millis(config.effective_tick_deadline_ms()),
+        memory_bytes: usize::try_from(config.memory_limit_mb)
+            .unwrap_or(usize::MAX / (1024 * 1024))
+            .saturating_mul(1024 * 1024),
+        scripts_dir,
+    };
+    (limits, entry)
+}
+
+/// Loads `main.lua` once without starting anything (`citadel check`):
+/// `Ok(None)` when disabled or absent, else what the script registers.
+pub fn check(config: &RuntimeConfig) -> Result<Option<Registered>, LoadError> {
+    let (limits, entry) = limits_of(config);
+    if !config.enabled || !entry.is_file() {
+        return Ok(None);
+    }
+    vm::Vm::load(&limits, &entry).map(|vm| Some(vm.registered().clone()))
+}
+
 /// Handle to the running script runtime (cheap to clone).
 #[derive(Clone)]
 pub struct Runtime {
@@ -117,8 +141,7 @@ impl Runtime {
         if !config.enabled {
             return Ok(None);
         }
-        let scripts_dir = PathBuf::from(&config.scripts_dir);
-        let entry = scripts_dir.join("main.lua");
+        let (limits, entry) = limits_of(config);
         if !entry.is_file() {
             tracing::info!(
                 entry = %entry.display(),
@@ -126,14 +149,6 @@ impl Runtime {
             );
             return Ok(None);
         }
-        let limits = vm::Limits {
-            deadline: Duration::from_millis(config.deadline_ms),
-            tick_deadline: Duration::from_millis(config.effective_tick_deadline_ms()),
-            memory_bytes: usize::try_from(config.memory_limit_mb)
-                .unwrap_or(usize::MAX / (1024 * 1024))
-                .saturating_mul(1024 * 1024),
-            scripts_dir,
-        };
         let vm = vm::Vm::load(&limits, &entry)?;
         if vm.registered().is_empty() {
             tracing::warn!("main.lua registers no handler");
@@ -163,6 +178,7 @@ impl Runtime {
             config: config.clone(),
             entry,
             limits,
+            pending: None,
         };
         std::thread::Builder::new()
             .name("citadel-lua".into())

@@ -8,13 +8,14 @@
 //! is not: it does not decide routing (the gateway does) or room state (the
 //! realm does). Call order: [`Worker::run`] until the queue disconnects or
 //! the stop flag is set; per loop: one call (or a timeout), then a due tick,
-//! then a due reload poll.
+//! then swapping in a finished reload, then a due reload poll (which starts
+//! building the new VM on a loader thread).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::Weak;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
@@ -22,7 +23,7 @@ use citadel_wire::Envelope;
 
 use super::api::Command;
 use super::hooks::Hook;
-use super::vm::{Caller, Failure, Limits, Outcome, Vm};
+use super::vm::{Caller, Failure, Limits, LoadError, Outcome, Vm};
 use super::{Call, Inner, Runtime, Shared};
 use crate::config::RuntimeConfig;
 use crate::gateway::outbound::Outbound;
@@ -30,6 +31,8 @@ use crate::metrics::RuntimeEvent;
 
 /// Longest idle wait, so the stop flag is noticed.
 const IDLE_WAKE: Duration = Duration::from_millis(100);
+/// How often a reload building off-thread is checked for completion.
+const RELOAD_CHECK: Duration = Duration::from_millis(10);
 
 /// Whom `citadel.broadcast` reaches, decided by the invocation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +59,8 @@ pub(super) struct Worker {
     pub(super) config: RuntimeConfig,
     pub(super) entry: PathBuf,
     pub(super) limits: Limits,
+    /// A replacement VM being built on a loader thread (hot reload).
+    pub(super) pending: Option<Receiver<Result<Vm, LoadError>>>,
 }
 
 fn stamp(path: &PathBuf) -> Option<(SystemTime, u64)> {
@@ -94,6 +99,9 @@ impl Worker {
             if self.config.hot_reload {
                 wake = wake.min(next_poll);
             }
+            if self.pending.is_some() {
+                wake = wake.min(now + RELOAD_CHECK);
+            }
             match self.rx.recv_timeout(wake.saturating_duration_since(now)) {
                 Ok(call) => self.handle(call),
                 Err(RecvTimeoutError::Timeout) => {}
@@ -115,11 +123,12 @@ impl Worker {
                     next_tick = after + period;
                 }
             }
-            if self.config.hot_reload && now >= next_poll {
+            self.finish_reload();
+            if self.config.hot_reload && now >= next_poll && self.pending.is_none() {
                 let current = stamp(&self.entry);
                 if current != stamp_seen {
                     stamp_seen = current;
-                    self.reload();
+                    self.start_reload();
                 }
                 next_poll = Instant::now() + poll;
             }
@@ -299,17 +308,39 @@ impl Worker {
         }
     }
 
-    /// Builds a new VM from `main.lua`; swaps it in only if it loads and
-    /// registers something.
-    fn reload(&mut self) {
-        match Vm::load(&self.limits, &self.entry) {
+    /// Starts building a new VM from `main.lua` on a loader thread; the
+    /// current VM keeps serving meanwhile (the load may take up to 5 s).
+    fn start_reload(&mut self) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let limits = self.limits.clone();
+        let entry = self.entry.clone();
+        let spawned = std::thread::Builder::new()
+            .name("citadel-lua-reload".into())
+            .spawn(move || {
+                let _ = tx.send(Vm::load(&limits, &entry));
+            });
+        match spawned {
+            Ok(_) => self.pending = Some(rx),
+            Err(error) => {
+                self.reload_failed(&format!("cannot start the loader thread: {error}"));
+            }
+        }
+    }
+
+    /// Swaps in a finished reload if it loaded and registers something.
+    fn finish_reload(&mut self) {
+        let Some(rx) = &self.pending else {
+            return;
+        };
+        let loaded = match rx.try_recv() {
+            Err(TryRecvError::Empty) => return,
+            Err(TryRecvError::Disconnected) => Err(LoadError::Runtime("loader thread died".into())),
+            Ok(loaded) => loaded,
+        };
+        self.pending = None;
+        match loaded {
             Ok(vm) if vm.registered().is_empty() => {
-                self.shared
-                    .metrics
-                    .runtime_event(RuntimeEvent::ReloadFailures);
-                tracing::warn!(
-                    "hot reload rejected: main.lua registers no handler; keeping the old script"
-                );
+                self.reload_failed("main.lua registers no handler");
             }
             Ok(vm) => {
                 let registered = vm.registered().clone();
@@ -318,13 +349,15 @@ impl Worker {
                 self.shared.metrics.runtime_event(RuntimeEvent::Reloads);
                 tracing::info!("hot reload: main.lua swapped in");
             }
-            Err(error) => {
-                self.shared
-                    .metrics
-                    .runtime_event(RuntimeEvent::ReloadFailures);
-                tracing::warn!(%error, "hot reload rejected; keeping the old script");
-            }
+            Err(error) => self.reload_failed(&error.to_string()),
         }
+    }
+
+    fn reload_failed(&self, why: &str) {
+        self.shared
+            .metrics
+            .runtime_event(RuntimeEvent::ReloadFailures);
+        tracing::warn!(why, "hot reload rejected; keeping the old script");
     }
 }
 
