@@ -132,6 +132,9 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     rt.block_on(async move {
         let mut config = Config::default();
+        let db =
+            std::env::temp_dir().join(format!("citadel-lua-bench-{}.sqlite", std::process::id()));
+        config.database.url = format!("sqlite://{}", db.display());
         config.http.bind = "127.0.0.1:0".into();
         config.transport.websocket.bind = "127.0.0.1:0".into();
         config.transport.limits.messages_per_second = 10_000_000;

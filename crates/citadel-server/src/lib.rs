@@ -33,6 +33,8 @@ pub mod node;
 pub mod realm;
 pub mod rpc;
 pub mod runtime;
+pub mod services;
+pub mod store;
 pub mod transport;
 
 pub use config::Config;

@@ -24,6 +24,10 @@ use crate::metrics::Metrics;
 use crate::realm::{DefaultRoomPolicy, Realm, RoomPolicy};
 use crate::rpc::{RpcHandler, RpcRegistry};
 use crate::runtime::{LuaRoomPolicy, Runtime};
+use crate::services::AccountService;
+use crate::services::accounts::StoreSessionValidator;
+use crate::services::live::LiveSessions;
+use crate::store::{PoolSettings, SqlStore, Store};
 
 /// State shared by every task of a node.
 pub struct NodeShared {
@@ -39,6 +43,10 @@ pub struct NodeShared {
     pub validator: Arc<dyn SessionValidator>,
     /// The Lua runtime (`None`: disabled or no `main.lua`, built-in relay).
     pub runtime: Option<Runtime>,
+    /// Accounts and sessions.
+    pub accounts: Arc<AccountService>,
+    /// Live authenticated connections by session (revocation).
+    pub live: Arc<LiveSessions>,
     /// Cancelled when the node shuts down.
     pub shutdown: CancellationToken,
     /// Connection and RPC tasks.
@@ -68,18 +76,20 @@ impl NodeShared {
 /// Configures a node before it starts.
 pub struct NodeBuilder {
     config: Config,
-    validator: Arc<dyn SessionValidator>,
+    validator: Option<Arc<dyn SessionValidator>>,
+    store: Option<Arc<dyn Store>>,
     policy: Option<Arc<dyn RoomPolicy>>,
     rpc: RpcRegistry,
 }
 
 impl NodeBuilder {
-    /// Starts from a validated config with the built-in policy and a
-    /// validator that rejects every token.
+    /// Starts from a validated config with the built-in policy; tokens are
+    /// validated against the configured database.
     pub fn new(config: Config) -> Self {
         NodeBuilder {
             config,
-            validator: Arc::new(RejectAllTokens),
+            validator: None,
+            store: None,
             policy: None,
             rpc: RpcRegistry::default(),
         }
@@ -87,7 +97,18 @@ impl NodeBuilder {
 
     /// Replaces the session validator.
     pub fn session_validator(mut self, validator: Arc<dyn SessionValidator>) -> Self {
-        self.validator = validator;
+        self.validator = Some(validator);
+        self
+    }
+
+    /// Refuses every realtime token (no account store consulted).
+    pub fn reject_all_tokens(self) -> Self {
+        self.session_validator(Arc::new(RejectAllTokens))
+    }
+
+    /// Uses an already connected store instead of `[database]`.
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
         self
     }
 
@@ -123,6 +144,20 @@ impl NodeBuilder {
             (None, Some(rt)) => Arc::new(LuaRoomPolicy::new(rt.clone(), fallback)),
             (None, None) => Arc::new(fallback),
         };
+        let store: Arc<dyn Store> = match self.store {
+            Some(store) => store,
+            None => Arc::new(connect_store(&config).await?),
+        };
+        let accounts = Arc::new(AccountService::new(
+            store,
+            config.authentication.clone(),
+            config.server.node_id.clone(),
+        ));
+        let validator = self.validator.unwrap_or_else(|| {
+            Arc::new(StoreSessionValidator {
+                accounts: accounts.clone(),
+            })
+        });
         let http_listener = TcpListener::bind(config.http_addr()?)
             .await
             .map_err(|e| anyhow::anyhow!("cannot bind http.bind {}: {e}", config.http.bind))?;
@@ -152,8 +187,10 @@ impl NodeBuilder {
             metrics,
             realm: Realm::new(config.rooms.clone(), policy),
             rpc: self.rpc,
-            validator: self.validator,
             runtime,
+            validator,
+            accounts,
+            live: Arc::new(LiveSessions::default()),
             shutdown: CancellationToken::new(),
             tasks: TaskTracker::new(),
             connection_slots: Arc::new(Semaphore::new(config.transport.limits.max_connections)),
@@ -165,6 +202,9 @@ impl NodeBuilder {
             rt.attach(&shared);
         }
         let http_addr = http_listener.local_addr()?;
+        shared
+            .tasks
+            .spawn(crate::services::revocation::run_poller(shared.clone()));
         let http = tokio::spawn(crate::http::serve(http_listener, shared.clone()));
         let ws_addr = match ws_listener {
             Some(listener) => {
@@ -183,6 +223,17 @@ impl NodeBuilder {
             http,
         })
     }
+}
+
+/// Connects the configured database and applies its migrations.
+pub async fn connect_store(config: &Config) -> anyhow::Result<SqlStore> {
+    let settings = PoolSettings {
+        max_connections: config.database.max_connections,
+        acquire_timeout: Duration::from_millis(config.database.acquire_timeout_ms),
+    };
+    SqlStore::connect(&config.database.url, &settings)
+        .await
+        .map_err(|e| anyhow::anyhow!("database: {e}"))
 }
 
 /// A serving node.

@@ -160,6 +160,15 @@ impl Connection {
                     identity.user_id().map(str::to_owned),
                     self.outbound.clone(),
                 );
+                if let Identity::Authenticated(session) = &identity {
+                    shared.live.register(
+                        &session.session_id,
+                        &session.user_id,
+                        participant_id,
+                        self.outbound.clone(),
+                        shared.config.transport.auth.single_connection_per_user,
+                    );
+                }
                 tracing::debug!(
                     participant_id,
                     guest = identity.user_id().is_none(),
@@ -368,6 +377,11 @@ impl Connection {
     pub fn handle_disconnect(&mut self) {
         if let Phase::Live(live) = &self.phase {
             let room = live.place.scope().room_id();
+            if let Identity::Authenticated(session) = &live.identity {
+                self.shared
+                    .live
+                    .unregister(&session.session_id, live.participant_id);
+            }
             self.shared.realm.unregister(live.participant_id);
             if let Some(rt) = &self.shared.runtime {
                 rt.leave(Caller {
