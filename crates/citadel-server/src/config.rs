@@ -73,6 +73,118 @@ pub struct Config {
     pub database: DatabaseConfig,
     /// `[authentication]`.
     pub authentication: AuthenticationConfig,
+    /// `[transform_sync]` (also accepted as `[transport.transform_sync]`).
+    pub transform_sync: TransformSyncConfig,
+}
+
+/// `[transform_sync]`: networked actors and snapshot replication.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TransformSyncConfig {
+    /// Serve HELLO, networked actors and snapshots.
+    pub enabled: bool,
+    /// Snapshots per second to each opted-in client (1..=255).
+    pub send_rate_hz: u8,
+    /// Simulation ticks per second (1..=255).
+    pub sim_hz: u8,
+    /// Most object entries per snapshot (0 = only the 1 200-byte datagram bounds it).
+    pub budget: u32,
+    /// Position bounds (cm) and resolution (codes per cm).
+    pub position_min: [f32; 3],
+    /// Upper position bounds (cm).
+    pub position_max: [f32; 3],
+    /// Position codes per cm.
+    pub position_values_per_unit: u32,
+    /// Velocity bounds (cm/s).
+    pub velocity_min: [f32; 3],
+    /// Upper velocity bounds (cm/s).
+    pub velocity_max: [f32; 3],
+    /// Velocity codes per cm/s.
+    pub velocity_values_per_unit: u32,
+    /// Quaternion bits per component: 9, 10 or 15.
+    pub quat_mode: u8,
+    /// Archetypes that use validated input instead of relay (they refuse NA_STATE).
+    pub predicted_authoritative_archetypes: Vec<u16>,
+    /// Area of interest; off = each client sees its whole room.
+    pub interest_enabled: bool,
+    /// AOI grid cell (cm).
+    pub interest_cell_size: f32,
+    /// AOI enter radius (cm).
+    pub interest_inner: f32,
+    /// AOI exit radius (cm).
+    pub interest_outer: f32,
+    /// Reference demo feature; only 0 is supported.
+    pub demo_movers: u32,
+    /// Reference demo feature; only 0 is supported.
+    pub player_slots: u32,
+}
+
+impl Default for TransformSyncConfig {
+    fn default() -> Self {
+        let hello = citadel_wire::tsync::HelloParams::default();
+        TransformSyncConfig {
+            enabled: true,
+            send_rate_hz: hello.send_rate_hz,
+            sim_hz: hello.sim_rate_hz,
+            budget: 0,
+            position_min: hello.position_min,
+            position_max: hello.position_max,
+            position_values_per_unit: hello.position_values_per_unit,
+            velocity_min: hello.velocity_min,
+            velocity_max: hello.velocity_max,
+            velocity_values_per_unit: hello.velocity_values_per_unit,
+            quat_mode: hello.quat_mode.wire_byte(),
+            predicted_authoritative_archetypes: Vec::new(),
+            interest_enabled: false,
+            interest_cell_size: 5_000.0,
+            interest_inner: 10_000.0,
+            interest_outer: 12_500.0,
+            demo_movers: 0,
+            player_slots: 0,
+        }
+    }
+}
+
+impl TransformSyncConfig {
+    /// The HELLO this configuration advertises.
+    pub fn hello(&self) -> Result<citadel_wire::tsync::HelloParams, ConfigError> {
+        let quat_mode = citadel_wire::quat::QuatMode::from_wire_byte(self.quat_mode)
+            .map_err(|_| invalid("transform_sync.quat_mode", "must be 9, 10 or 15"))?;
+        let hello = citadel_wire::tsync::HelloParams {
+            position_min: self.position_min,
+            position_max: self.position_max,
+            position_values_per_unit: self.position_values_per_unit,
+            velocity_min: self.velocity_min,
+            velocity_max: self.velocity_max,
+            velocity_values_per_unit: self.velocity_values_per_unit,
+            quat_mode,
+            send_rate_hz: self.send_rate_hz,
+            sim_rate_hz: self.sim_hz,
+        };
+        hello
+            .codec()
+            .map_err(|e| invalid("transform_sync.position_*/velocity_*", e.to_string()))?;
+        Ok(hello)
+    }
+}
+
+/// Moves `[transport.transform_sync]` (the reference's spelling) to the
+/// top-level table; setting both is an error.
+fn relocate_transform_sync(table: &mut toml::Table) -> Result<(), ConfigError> {
+    let nested = table
+        .get_mut("transport")
+        .and_then(|t| t.as_table_mut())
+        .and_then(|t| t.remove("transform_sync"));
+    if let Some(nested) = nested {
+        if table.contains_key("transform_sync") {
+            return Err(invalid(
+                "transport.transform_sync",
+                "set either [transform_sync] or [transport.transform_sync], not both",
+            ));
+        }
+        table.insert("transform_sync".into(), nested);
+    }
+    Ok(())
 }
 
 /// `[database]`: where accounts and sessions live.
@@ -538,6 +650,7 @@ impl Config {
             origin: origin.clone(),
             message: e.to_string(),
         })?;
+        relocate_transform_sync(&mut table)?;
         apply_env(&mut table, env)?;
         let mut config: Config =
             Config::deserialize(toml::Value::Table(table)).map_err(|e| ConfigError::Parse {
@@ -559,10 +672,13 @@ impl Config {
 
     /// Parses a TOML document (no environment, no validation).
     pub fn from_toml_str(text: &str) -> Result<Config, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let parse = |e: &dyn std::fmt::Display| ConfigError::Parse {
             origin: String::new(),
             message: e.to_string(),
-        })
+        };
+        let mut table: toml::Table = toml::from_str(text).map_err(|e| parse(&e))?;
+        relocate_transform_sync(&mut table)?;
+        Config::deserialize(toml::Value::Table(table)).map_err(|e| parse(&e))
     }
 
     /// Checks every range; the error names the key.
@@ -640,6 +756,26 @@ impl Config {
             self.database.acquire_timeout_ms as usize,
             1,
         )?;
+        let ts = &self.transform_sync;
+        at_least("transform_sync.send_rate_hz", ts.send_rate_hz as usize, 1)?;
+        at_least("transform_sync.sim_hz", ts.sim_hz as usize, 1)?;
+        ts.hello()?;
+        if ts.demo_movers != 0 || ts.player_slots != 0 {
+            return Err(invalid(
+                "transform_sync.demo_movers/player_slots",
+                "reference demo features are not supported; use networked actors or Lua NPCs",
+            ));
+        }
+        if ts.interest_enabled
+            && !(ts.interest_cell_size > 0.0
+                && ts.interest_inner >= 0.0
+                && ts.interest_outer >= 0.0)
+        {
+            return Err(invalid(
+                "transform_sync.interest_*",
+                "cell size must be > 0 and radii >= 0",
+            ));
+        }
         let a = &self.authentication;
         at_least(
             "authentication.access_token_ttl_secs",
@@ -867,6 +1003,32 @@ mod tests {
         })?;
         let env = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned()));
         Config::load(Some(&file), env, &CliOverrides::default()).map(|(c, _)| c)
+    }
+
+    #[test]
+    fn transform_sync_accepts_both_spellings_but_not_both_at_once() {
+        let top = load("[transform_sync]\nsend_rate_hz = 30\n", &[]).unwrap();
+        assert_eq!(top.transform_sync.send_rate_hz, 30);
+        let nested = load("[transport.transform_sync]\nsend_rate_hz = 31\npredicted_authoritative_archetypes = [3]\n", &[]).unwrap();
+        assert_eq!(nested.transform_sync.send_rate_hz, 31);
+        assert_eq!(
+            nested.transform_sync.predicted_authoritative_archetypes,
+            vec![3]
+        );
+        let both = load(
+            "[transform_sync]\nsim_hz = 30\n[transport.transform_sync]\nsim_hz = 30\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            both.to_string().contains("transport.transform_sync"),
+            "{both}"
+        );
+        let bad = load("[transform_sync]\nquat_mode = 11\n", &[]).unwrap_err();
+        assert!(
+            bad.to_string().contains("transform_sync.quat_mode"),
+            "{bad}"
+        );
     }
 
     #[test]

@@ -24,6 +24,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod actors;
 pub mod banner;
 pub mod config;
 pub mod gateway;

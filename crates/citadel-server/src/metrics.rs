@@ -51,6 +51,13 @@ reasons!(
         BadRoomName => "bad_room_name",
         /// Envelopes still queued when their connection closed.
         ConnectionClosed => "connection_closed",
+        /// NA_STATE for an object the sender does not own, or for a
+        /// predicted-authoritative archetype, or with a non-finite transform.
+        ActorStateRefused => "actor_state_refused",
+        /// Transform-sync frames from a client that has not sent HELLO.
+        NotOptedIn => "not_opted_in",
+        /// Owner input frames (the validated-input path is not served yet).
+        InputNotServed => "input_not_served",
     }
 );
 
@@ -183,7 +190,7 @@ pub struct Metrics {
     pub rpc_errors: AtomicU64,
     /// HTTP requests served.
     pub http_requests: AtomicU64,
-    drops: [AtomicU64; 12],
+    drops: [AtomicU64; 15],
     closes: [AtomicU64; 13],
     runtime: [AtomicU64; 13],
 }

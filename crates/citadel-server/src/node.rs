@@ -47,6 +47,8 @@ pub struct NodeShared {
     pub accounts: Arc<AccountService>,
     /// Live authenticated connections by session (revocation).
     pub live: Arc<LiveSessions>,
+    /// Networked actors and snapshots.
+    pub hub: Arc<crate::actors::TransformHub>,
     /// Cancelled when the node shuts down.
     pub shutdown: CancellationToken,
     /// Connection and RPC tasks.
@@ -184,13 +186,17 @@ impl NodeBuilder {
             }
         }
         let shared = Arc::new(NodeShared {
-            metrics,
+            metrics: metrics.clone(),
             realm: Realm::new(config.rooms.clone(), policy),
             rpc: self.rpc,
             runtime,
             validator,
             accounts,
             live: Arc::new(LiveSessions::default()),
+            hub: Arc::new(crate::actors::TransformHub::new(
+                config.transform_sync.clone(),
+                metrics.clone(),
+            )?),
             shutdown: CancellationToken::new(),
             tasks: TaskTracker::new(),
             connection_slots: Arc::new(Semaphore::new(config.transport.limits.max_connections)),
@@ -205,6 +211,9 @@ impl NodeBuilder {
         shared
             .tasks
             .spawn(crate::services::revocation::run_poller(shared.clone()));
+        if shared.hub.enabled() {
+            shared.tasks.spawn(run_sim(shared.clone()));
+        }
         let http = tokio::spawn(crate::http::serve(http_listener, shared.clone()));
         let ws_addr = match ws_listener {
             Some(listener) => {
@@ -222,6 +231,19 @@ impl NodeBuilder {
             shared,
             http,
         })
+    }
+}
+
+/// The transform-sync tick: steps worlds at `sim_hz` and sends snapshots.
+async fn run_sim(shared: Arc<NodeShared>) {
+    let period = Duration::from_secs_f64(1.0 / f64::from(shared.hub.sim_hz().max(1)));
+    let mut ticker = tokio::time::interval(period);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tokio::select! {
+            _ = shared.shutdown.cancelled() => return,
+            _ = ticker.tick() => shared.hub.handle_tick(),
+        }
     }
 }
 

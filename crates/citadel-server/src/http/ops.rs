@@ -51,6 +51,11 @@ async fn status(State(shared): State<Arc<NodeShared>>) -> Json<serde_json::Value
         "participants": m.participants.load(Ordering::Relaxed),
         "default_dimension_participants": shared.realm.lobby_count(),
         "rooms": rooms,
+        "transform_sync": {
+            "enabled": shared.hub.enabled(),
+            "clients": shared.hub.client_count(),
+            "actors": shared.hub.actor_count(),
+        },
         "envelopes_in": m.envelopes_in.load(Ordering::Relaxed),
         "envelopes_out": m.envelopes_out.load(Ordering::Relaxed),
         "drops": m.drops_json(),
