@@ -167,7 +167,11 @@ citadel.on_rpc("events", function() return table.concat(events, ",") end)
 citadel.on_rpc("whoami", function(ctx) return tostring(ctx.sender) end)
 "#,
     );
-    let node = NodeBuilder::new(lua_config(&dir))
+    let mut config = lua_config(&dir);
+    // The test double's sessions are not in the store: keep the revocation
+    // poller from closing them during the test.
+    config.transport.auth.revocation_poll_ms = 60_000;
+    let node = NodeBuilder::new(config)
         .session_validator(Arc::new(TestAccounts))
         .start()
         .await
@@ -580,4 +584,41 @@ citadel.on_rpc("bad_spawn", function() citadel.spawn_actor{ archetype = 70000 } 
     );
     let m = &node.shared().metrics;
     assert_eq!(m.runtime_events(RuntimeEvent::ActorCommands), 6);
+}
+
+#[tokio::test]
+async fn script_actors_reach_transform_sync_clients() {
+    use citadel_client::wire::WireBody;
+    use citadel_client::wire::actor::NaSpawn;
+    use citadel_client::wire::protocol::{KIND_NA_DESPAWN, KIND_NA_SPAWN, KIND_TSYNC_HELLO};
+    let dir = script_dir(
+        r#"
+local last
+citadel.on_rpc("spawn", function()
+    last = citadel.spawn_actor{ archetype = 5, x = 1, y = 2, z = 3 }
+    citadel.move_actor(last, 4, 5, 6, 1, 0, 0)
+    return tostring(last)
+end)
+citadel.on_rpc("gone", function() citadel.despawn_actor(last) return "ok" end)
+"#,
+    );
+    let mut config = lua_config(&dir);
+    config.transform_sync.enabled = true;
+    let node = NodeBuilder::new(config).start().await.unwrap();
+    let mut observer = guest(&node).await;
+    observer
+        .send(&citadel_client::actors::hello())
+        .await
+        .unwrap();
+    recv_kind(&mut observer, KIND_TSYNC_HELLO).await;
+    let mut scripter = guest(&node).await;
+    assert_eq!(
+        rpc(&mut scripter, "spawn", b"").await,
+        Ok("1073741824".into())
+    );
+    let spawn = NaSpawn::decode(&recv_kind(&mut observer, KIND_NA_SPAWN).await.body).unwrap();
+    assert_eq!((spawn.archetype_id, spawn.owner), (5, 0));
+    assert_eq!(rpc(&mut scripter, "gone", b"").await, Ok("ok".into()));
+    let gone = recv_kind(&mut observer, KIND_NA_DESPAWN).await;
+    assert_eq!(&gone.body[..4], &spawn.object_id.to_be_bytes()[..]);
 }

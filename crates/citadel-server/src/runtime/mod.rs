@@ -179,6 +179,7 @@ impl Runtime {
             entry,
             limits,
             pending: None,
+            actors: std::collections::HashMap::new(),
         };
         std::thread::Builder::new()
             .name("citadel-lua".into())

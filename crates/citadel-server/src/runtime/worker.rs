@@ -11,6 +11,7 @@
 //! then swapping in a finished reload, then a due reload poll (which starts
 //! building the new VM on a loader thread).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::Weak;
@@ -61,6 +62,8 @@ pub(super) struct Worker {
     pub(super) limits: Limits,
     /// A replacement VM being built on a loader thread (hot reload).
     pub(super) pending: Option<Receiver<Result<Vm, LoadError>>>,
+    /// Script actor id → transform-sync hub id of the NPCs scripts spawned.
+    pub(super) actors: HashMap<u32, u32>,
 }
 
 fn stamp(path: &PathBuf) -> Option<(SystemTime, u64)> {
@@ -203,7 +206,12 @@ impl Worker {
     }
 
     /// Counts, logs, applies the commands of a success; returns the result.
-    fn finish<T>(&self, hook: &'static str, out: Outcome<T>, origin: Origin) -> Result<T, Failure> {
+    fn finish<T>(
+        &mut self,
+        hook: &'static str,
+        out: Outcome<T>,
+        origin: Origin,
+    ) -> Result<T, Failure> {
         let m = &self.shared.metrics;
         m.runtime_event(RuntimeEvent::Invocations);
         m.runtime_n(RuntimeEvent::CommandsDropped, out.dropped_commands);
@@ -233,7 +241,7 @@ impl Worker {
         out.result
     }
 
-    fn apply(&self, origin: Origin, commands: Vec<Command>) {
+    fn apply(&mut self, origin: Origin, commands: Vec<Command>) {
         if commands.is_empty() {
             return;
         }
@@ -286,14 +294,60 @@ impl Worker {
                         .runtime_event(RuntimeEvent::UnknownRecipient),
                 },
                 actor => {
-                    // Replication of server-owned actors lands with transform
-                    // sync; until then the typed command is counted and logged.
                     self.shared
                         .metrics
                         .runtime_event(RuntimeEvent::ActorCommands);
-                    tracing::debug!(command = ?actor, "actor command (replication not served yet)");
+                    self.apply_actor(&node, origin, actor);
                 }
             }
+        }
+    }
+
+    /// Hands a script's actor command to the transform-sync hub (when
+    /// enabled): the NPC lives in the invocation's room (global for the
+    /// server-wide tick and the default dimension).
+    fn apply_actor(&mut self, node: &crate::node::NodeShared, origin: Origin, command: Command) {
+        if !node.hub.enabled() {
+            tracing::debug!(?command, "actor command ignored: transform sync disabled");
+            return;
+        }
+        match command {
+            Command::SpawnActor(spawn) => {
+                let room = match origin {
+                    Origin::Participant { room, .. } => room,
+                    Origin::Room(room) => Some(room),
+                    Origin::Server => None,
+                };
+                let patrol = (spawn.ai.as_deref() == Some("patrol") && !spawn.waypoints.is_empty())
+                    .then(|| crate::actors::Patrol {
+                        waypoints: spawn.waypoints.clone(),
+                        speed: spawn.speed.unwrap_or(100.0),
+                    });
+                let hub_id = node.hub.spawn_npc(crate::actors::NpcSpawn {
+                    archetype: spawn.archetype,
+                    position: spawn.position,
+                    room,
+                    patrol,
+                });
+                if let Some(hub_id) = hub_id {
+                    self.actors.insert(spawn.id, hub_id);
+                }
+            }
+            Command::MoveActor {
+                id,
+                position,
+                velocity,
+            } => {
+                if let Some(hub_id) = self.actors.get(&id) {
+                    node.hub.move_npc(*hub_id, position, Some(velocity));
+                }
+            }
+            Command::DespawnActor { id } => {
+                if let Some(hub_id) = self.actors.remove(&id) {
+                    node.hub.despawn_npc(hub_id);
+                }
+            }
+            Command::Broadcast { .. } | Command::Send { .. } => {}
         }
     }
 
