@@ -588,7 +588,6 @@ citadel.on_rpc("bad_spawn", function() citadel.spawn_actor{ archetype = 70000 } 
 
 #[tokio::test]
 async fn script_actors_reach_transform_sync_clients() {
-    use citadel_client::wire::WireBody;
     use citadel_client::wire::actor::NaSpawn;
     use citadel_client::wire::protocol::{KIND_NA_DESPAWN, KIND_NA_SPAWN, KIND_TSYNC_HELLO};
     let dir = script_dir(
