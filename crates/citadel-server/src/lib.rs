@@ -19,7 +19,7 @@
 //! | [`metrics`] | counters, drop and close reasons |
 //! | [`node`] | wiring, listeners, shutdown |
 //!
-//! What it is not (yet): QUIC/WebTransport, accounts and transform sync arrive in their own modules; their config keys are
+//! What it is not (yet): QUIC/WebTransport arrive in their own modules; their config keys are
 //! accepted so existing configuration files load.
 
 #![forbid(unsafe_code)]
