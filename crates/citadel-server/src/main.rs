@@ -176,7 +176,27 @@ fn main() -> std::process::ExitCode {
                     config.logging.level,
                     config.logging.format
                 );
-                std::process::ExitCode::SUCCESS
+                // The Lua script is built too (issue 6); nothing is started.
+                match citadel_server::runtime::check(&config.runtime) {
+                    Ok(Some(registered)) => {
+                        println!(
+                            "script ok: {}/main.lua registers {} RPC method(s), {} message kind(s), {} hook(s)",
+                            config.runtime.scripts_dir,
+                            registered.rpc.len(),
+                            registered.message.len(),
+                            registered.hooks.len()
+                        );
+                        std::process::ExitCode::SUCCESS
+                    }
+                    Ok(None) => {
+                        println!("script: none (built-in relay)");
+                        std::process::ExitCode::SUCCESS
+                    }
+                    Err(err) => {
+                        eprintln!("error: {}/main.lua: {err}", config.runtime.scripts_dir);
+                        std::process::ExitCode::from(2)
+                    }
+                }
             }
             Err(err) => {
                 eprintln!("error: {err}");

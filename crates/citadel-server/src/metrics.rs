@@ -132,6 +132,37 @@ impl CloseReason {
         (u32::from(code), text)
     }
 }
+reasons!(
+    /// Lua runtime events; every runtime bound that trips has one.
+    RuntimeEvent {
+        /// Invocations run (RPC, message, join/leave, room hooks, ticks).
+        Invocations => "invocations",
+        /// Invocations that raised an error.
+        Errors => "errors",
+        /// Invocations stopped at their deadline.
+        Timeouts => "timeouts",
+        /// Invocations that hit `runtime.memory_limit_mb`.
+        OutOfMemory => "out_of_memory",
+        /// Calls refused because the runtime queue was full.
+        QueueFull => "queue_full",
+        /// Commands past the 1024-per-invocation cap (dropped).
+        CommandsDropped => "commands_dropped",
+        /// Commands past the 1 MiB-per-invocation byte cap (dropped).
+        BytesDropped => "bytes_dropped",
+        /// `citadel.send` to a participant that is not connected.
+        UnknownRecipient => "unknown_recipient",
+        /// `on_tick` invocations (server-wide and per room).
+        Ticks => "ticks",
+        /// Ticks skipped because the VM was busy past the next tick.
+        TicksLate => "ticks_late",
+        /// Hot reloads that swapped in a new VM.
+        Reloads => "reloads",
+        /// Hot reloads rejected (old VM kept).
+        ReloadFailures => "reload_failures",
+        /// Networked-actor commands queued by scripts.
+        ActorCommands => "actor_commands",
+    }
+);
 
 /// Handshake outcomes, counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,6 +206,7 @@ pub struct Metrics {
     pub http_requests: AtomicU64,
     drops: [AtomicU64; 17],
     closes: [AtomicU64; 13],
+    runtime: [AtomicU64; 13],
 }
 
 fn index_of<T: PartialEq>(all: &[T], item: &T) -> usize {
@@ -209,6 +241,35 @@ impl Metrics {
         self.closes
             .get(index_of(CloseReason::ALL, &reason))
             .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+    /// Counts `n` runtime events.
+    pub fn runtime_n(&self, event: RuntimeEvent, n: u64) {
+        if let Some(c) = self.runtime.get(index_of(RuntimeEvent::ALL, &event)) {
+            c.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+    /// Counts one runtime event.
+    pub fn runtime_event(&self, event: RuntimeEvent) {
+        self.runtime_n(event, 1);
+    }
+    /// Runtime events so far.
+    pub fn runtime_events(&self, event: RuntimeEvent) -> u64 {
+        self.runtime
+            .get(index_of(RuntimeEvent::ALL, &event))
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+    /// Runtime events as a JSON object.
+    pub fn runtime_json(&self) -> serde_json::Value {
+        RuntimeEvent::ALL
+            .iter()
+            .map(|r| {
+                (
+                    r.label().to_owned(),
+                    serde_json::json!(self.runtime_events(*r)),
+                )
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into()
     }
     /// Counts a handshake outcome.
     pub fn handshake(&self, outcome: HandshakeOutcome) {
@@ -351,6 +412,18 @@ impl Metrics {
                 self.closes(*r)
             );
         }
+        let _ = writeln!(
+            out,
+            "# HELP citadel_runtime_events_total Lua runtime events, by event.\n# TYPE citadel_runtime_events_total counter"
+        );
+        for r in RuntimeEvent::ALL {
+            let _ = writeln!(
+                out,
+                "citadel_runtime_events_total{{event=\"{}\"}} {}",
+                r.label(),
+                self.runtime_events(*r)
+            );
+        }
         out
     }
 }
@@ -364,6 +437,7 @@ mod tests {
         let m = Metrics::default();
         assert_eq!(m.drops.len(), DropReason::ALL.len());
         assert_eq!(m.closes.len(), CloseReason::ALL.len());
+        assert_eq!(m.runtime.len(), RuntimeEvent::ALL.len());
         m.dropped(DropReason::ConnectionClosed);
         m.closed(CloseReason::TransportError);
         assert_eq!(m.drops(DropReason::ConnectionClosed), 1);

@@ -25,6 +25,7 @@ use crate::gateway::handshake::{RejectAllTokens, SessionValidator};
 use crate::metrics::Metrics;
 use crate::realm::{DefaultRoomPolicy, Realm, RoomPolicy};
 use crate::rpc::{RpcHandler, RpcRegistry};
+use crate::runtime::{LuaRoomPolicy, Runtime};
 use crate::services::AccountService;
 use crate::services::accounts::StoreSessionValidator;
 use crate::services::live::LiveSessions;
@@ -45,6 +46,8 @@ pub struct NodeShared {
     pub rpc: RpcRegistry,
     /// Session-token validation.
     pub validator: Arc<dyn SessionValidator>,
+    /// The Lua runtime (`None`: disabled or no `main.lua`, built-in relay).
+    pub runtime: Option<Runtime>,
     /// Accounts and sessions.
     pub accounts: Arc<AccountService>,
     /// Live authenticated connections by session (revocation).
@@ -151,11 +154,19 @@ impl NodeBuilder {
     pub async fn start(self) -> anyhow::Result<RunningNode> {
         let config = self.config;
         config.validate()?;
-        let policy = self.policy.unwrap_or_else(|| {
-            Arc::new(DefaultRoomPolicy {
-                default_max_players: config.rooms.default_max_players,
-            })
-        });
+        let metrics = Arc::new(Metrics::default());
+        // Lua runtime (issue 6): a present but broken main.lua stops startup.
+        let runtime = Runtime::start(&config.runtime, metrics.clone()).map_err(|e| {
+            anyhow::anyhow!("cannot load {}/main.lua: {e}", config.runtime.scripts_dir)
+        })?;
+        let fallback = DefaultRoomPolicy {
+            default_max_players: config.rooms.default_max_players,
+        };
+        let policy: Arc<dyn RoomPolicy> = match (self.policy, &runtime) {
+            (Some(policy), _) => policy,
+            (None, Some(rt)) => Arc::new(LuaRoomPolicy::new(rt.clone(), fallback)),
+            (None, None) => Arc::new(fallback),
+        };
         let store: Arc<dyn Store> = match self.store {
             Some(store) => store,
             None => Arc::new(connect_store(&config).await?),
@@ -189,11 +200,11 @@ impl NodeBuilder {
             Some(endpoint) => Some(endpoint.local_addr()?),
             None => None,
         };
-        let metrics = Arc::new(Metrics::default());
         let shared = Arc::new(NodeShared {
             metrics: metrics.clone(),
             realm: Realm::new(config.rooms.clone(), policy),
             rpc: self.rpc,
+            runtime,
             validator,
             accounts,
             live: Arc::new(LiveSessions::default()),
@@ -210,6 +221,9 @@ impl NodeBuilder {
             next_participant: AtomicU64::new(1),
             config,
         });
+        if let Some(rt) = &shared.runtime {
+            rt.attach(&shared);
+        }
         let http_addr = http_listener.local_addr()?;
         shared
             .tasks
@@ -389,5 +403,8 @@ impl RunningNode {
             tracing::warn!("shutdown grace elapsed with connections still open");
         }
         let _ = tokio::time::timeout(Duration::from_secs(1), self.http).await;
+        if let Some(rt) = &self.shared.runtime {
+            rt.stop();
+        }
     }
 }

@@ -201,3 +201,41 @@ async fn serve_prints_a_banner_and_exits_cleanly_on_sigterm() {
     assert!(exit.success(), "{exit:?}");
     let _ = Duration::ZERO;
 }
+
+#[test]
+fn check_builds_the_lua_script() {
+    let game = concat!(env!("CARGO_MANIFEST_DIR"), "/../../game");
+    let good = temp_file(
+        "lua-good.toml",
+        &format!("[runtime]\nscripts_dir = \"{game}\"\n"),
+    );
+    let out = citadel()
+        .args(["check", "--config"])
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("script ok"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let broken_dir = std::env::temp_dir().join(format!("citadel-ops-lua-{}", std::process::id()));
+    std::fs::create_dir_all(&broken_dir).unwrap();
+    std::fs::write(broken_dir.join("main.lua"), "this is not lua").unwrap();
+    let bad = temp_file(
+        "lua-bad.toml",
+        &format!("[runtime]\nscripts_dir = \"{}\"\n", broken_dir.display()),
+    );
+    let out = citadel()
+        .args(["check", "--config"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("syntax error"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -33,6 +33,7 @@ use crate::metrics::{CloseReason, DropReason, HandshakeOutcome};
 use crate::node::NodeShared;
 use crate::realm::{JoinRefused, Place};
 use crate::rpc::{self, RpcContext};
+use crate::runtime::Caller;
 
 /// What the transport should do after an envelope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,6 +179,13 @@ impl Connection {
                     guest = identity.user_id().is_none(),
                     "participant joined"
                 );
+                if let Some(rt) = &shared.runtime {
+                    rt.join(Caller {
+                        participant_id,
+                        user_id: identity.user_id().map(str::to_owned),
+                        room_id: None,
+                    });
+                }
                 let limits = &shared.config.transport.limits;
                 self.phase = Phase::Live(Live {
                     participant_id,
@@ -267,8 +275,23 @@ impl Connection {
                 self.handle_transform_sync(envelope.kind, &envelope.body);
             }
             kind if kind >= FIRST_APPLICATION_KIND => {
-                // No script handler yet: relay under its own kind, reliably.
-                self.relay(kind, &envelope.body, false);
+                match self.shared.runtime.as_ref() {
+                    // A script `on_message(kind)` handler owns the kind.
+                    Some(rt) if rt.handles_message(kind) => {
+                        let room = live.place.scope().room_id();
+                        rt.message(
+                            Caller {
+                                participant_id,
+                                user_id: live.identity.user_id().map(str::to_owned),
+                                room_id: (room != 0).then_some(room),
+                            },
+                            kind,
+                            envelope.body,
+                        );
+                    }
+                    // No handler: relay under its own kind, reliably.
+                    _ => self.relay(kind, &envelope.body, false),
+                }
             }
             kind => {
                 let reason = match protocol::kind_direction(kind) {
@@ -407,6 +430,7 @@ impl Connection {
     /// Removes the participant from the realm (idempotent).
     pub fn handle_disconnect(&mut self) {
         if let Phase::Live(live) = &self.phase {
+            let room = live.place.scope().room_id();
             self.shared.hub.handle_disconnect(live.participant_id);
             if let Identity::Authenticated(session) = &live.identity {
                 self.shared
@@ -414,6 +438,13 @@ impl Connection {
                     .unregister(&session.session_id, live.participant_id);
             }
             self.shared.realm.unregister(live.participant_id);
+            if let Some(rt) = &self.shared.runtime {
+                rt.leave(Caller {
+                    participant_id: live.participant_id,
+                    user_id: live.identity.user_id().map(str::to_owned),
+                    room_id: (room != 0).then_some(room),
+                });
+            }
             self.shared
                 .metrics
                 .participants

@@ -424,6 +424,49 @@ impl Realm {
             .and_then(|p| p.room)
     }
 
+    // ---- lookups for the Lua runtime (issue 6) ----
+
+    /// Live room ids, ascending (what `on_tick` walks).
+    pub fn room_ids(&self) -> Vec<u64> {
+        let st = self.lock();
+        let mut ids: Vec<u64> = st.rooms.keys().copied().collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// The published members of room `room_id` (0 = the default dimension);
+    /// `None` for a room that no longer exists. The lock is released before
+    /// the list is read.
+    pub fn place_members(&self, room_id: u64) -> Option<Arc<[Member]>> {
+        if room_id == 0 {
+            return Some(self.lobby.members());
+        }
+        let scope = self.lock().rooms.get(&room_id).map(|r| r.scope.clone());
+        scope.map(|s| s.members())
+    }
+
+    /// Every connected participant.
+    pub fn all_members(&self) -> Vec<Member> {
+        let st = self.lock();
+        st.participants
+            .iter()
+            .map(|(id, p)| Member {
+                participant_id: *id,
+                outbound: p.outbound.clone(),
+            })
+            .collect()
+    }
+
+    /// One participant's outbound lanes.
+    pub fn outbound_of(&self, participant_id: u64) -> Option<Outbound> {
+        self.lock()
+            .participants
+            .get(&participant_id)
+            .map(|p| p.outbound.clone())
+    }
+
+    // ---- end lookups for the Lua runtime ----
+
     // ---- helpers: all run under the realm lock ----
 
     fn members_of(st: &RealmState, ids: &[u64]) -> Vec<Member> {

@@ -1,0 +1,334 @@
+//! The embedded Lua runtime: one sandboxed Lua 5.4 VM on a dedicated
+//! thread, fed by a bounded queue of typed calls.
+//!
+//! What it is: the [`Runtime`] handle the node holds. The gateway asks it
+//! (without touching Lua) whether a kind has an `on_message` handler, then
+//! submits typed calls (`rpc`, `message`, `join`, `leave`, `room_create`,
+//! `room_join`); replies come back on oneshot channels; a full queue fails
+//! the call at once and is counted (`queue_full`). What it is not: it never
+//! holds node state across a wait and never blocks an async task.
+//!
+//! Call order: [`Runtime::start`] (loads `<scripts_dir>/main.lua`; `None`
+//! when disabled or absent) → [`Runtime::attach`] once the node's shared
+//! state exists (registers the script's RPC methods, lets the worker reach
+//! connections) → calls → [`Runtime::stop`] at shutdown.
+//!
+//! Files: `vm.rs` (one VM, budgeted invocations), `worker.rs` (the thread,
+//! ticks, hot reload, command delivery), `hooks.rs` (registration),
+//! `api.rs` (host functions and commands), `sandbox.rs` (stdlib, require,
+//! deadline hook), `policy.rs` (RPC handler and room policy adapters).
+
+mod api;
+mod hooks;
+mod policy;
+mod sandbox;
+mod vm;
+mod worker;
+
+pub use api::{ActorSpawn, Command, FIRST_ACTOR_ID, MAX_BODY_BYTES, MAX_COMMANDS, MAX_TOTAL_BYTES};
+pub use hooks::Registered;
+pub use policy::{LuaRoomPolicy, LuaRpc};
+pub use vm::{Caller, Failure, LabelSpec, LoadError};
+pub use worker::Origin;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{SyncSender, TrySendError, sync_channel};
+use std::sync::{Arc, OnceLock, RwLock, Weak};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+
+use crate::config::RuntimeConfig;
+use crate::metrics::{Metrics, RuntimeEvent};
+use crate::node::NodeShared;
+use crate::rpc::{self, RpcError};
+
+/// One typed call into the VM.
+pub(crate) enum Call {
+    Rpc {
+        caller: Caller,
+        method: String,
+        payload: Bytes,
+        reply: oneshot::Sender<Result<vm::RpcReply, Failure>>,
+    },
+    Message {
+        caller: Caller,
+        kind: u16,
+        body: Bytes,
+    },
+    Join(Caller),
+    Leave(Caller),
+    RoomCreate {
+        caller: Caller,
+        params: Bytes,
+        reply: oneshot::Sender<Option<LabelSpec>>,
+    },
+    RoomJoin {
+        caller: Caller,
+        room_id: u64,
+        reply: oneshot::Sender<bool>,
+    },
+}
+
+/// State shared by the handle and the worker.
+pub(crate) struct Shared {
+    registered: RwLock<Arc<Registered>>,
+    node: OnceLock<Weak<NodeShared>>,
+    metrics: Arc<Metrics>,
+    stop: AtomicBool,
+}
+
+impl Shared {
+    fn node(&self) -> Option<Arc<NodeShared>> {
+        self.node.get().and_then(Weak::upgrade)
+    }
+}
+
+pub(crate) struct Inner {
+    tx: SyncSender<Call>,
+    shared: Arc<Shared>,
+}
+
+fn limits_of(config: &RuntimeConfig) -> (vm::Limits, PathBuf) {
+    let scripts_dir = PathBuf::from(&config.scripts_dir);
+    let entry = scripts_dir.join("main.lua");
+    let limits = vm::Limits {
+        deadline: Duration::from_millis(config.deadline_ms),
+        tick_deadline: Duration::from_millis(config.effective_tick_deadline_ms()),
+        memory_bytes: usize::try_from(config.memory_limit_mb)
+            .unwrap_or(usize::MAX / (1024 * 1024))
+            .saturating_mul(1024 * 1024),
+        scripts_dir,
+    };
+    (limits, entry)
+}
+
+/// Loads `main.lua` once without starting anything (`citadel check`):
+/// `Ok(None)` when disabled or absent, else what the script registers.
+pub fn check(config: &RuntimeConfig) -> Result<Option<Registered>, LoadError> {
+    let (limits, entry) = limits_of(config);
+    if !config.enabled || !entry.is_file() {
+        return Ok(None);
+    }
+    vm::Vm::load(&limits, &entry).map(|vm| Some(vm.registered().clone()))
+}
+
+/// Handle to the running script runtime (cheap to clone).
+#[derive(Clone)]
+pub struct Runtime {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("registered", &self.registered())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Loads `<scripts_dir>/main.lua` and starts the VM thread. `Ok(None)`
+    /// when `runtime.enabled = false` or there is no `main.lua` (the node
+    /// then runs the built-in relay and room policy). A present but broken
+    /// script is an error.
+    pub fn start(
+        config: &RuntimeConfig,
+        metrics: Arc<Metrics>,
+    ) -> Result<Option<Runtime>, LoadError> {
+        if !config.enabled {
+            return Ok(None);
+        }
+        let (limits, entry) = limits_of(config);
+        if !entry.is_file() {
+            tracing::info!(
+                entry = %entry.display(),
+                "no main.lua: serving the built-in relay"
+            );
+            return Ok(None);
+        }
+        let vm = vm::Vm::load(&limits, &entry)?;
+        if vm.registered().is_empty() {
+            tracing::warn!("main.lua registers no handler");
+        }
+        tracing::info!(
+            entry = %entry.display(),
+            rpcs = vm.registered().rpc.len(),
+            message_kinds = vm.registered().message.len(),
+            "script loaded"
+        );
+        let (tx, rx) = sync_channel(config.queue_capacity);
+        let shared = Arc::new(Shared {
+            registered: RwLock::new(Arc::new(vm.registered().clone())),
+            node: OnceLock::new(),
+            metrics,
+            stop: AtomicBool::new(false),
+        });
+        let inner = Arc::new(Inner {
+            tx,
+            shared: shared.clone(),
+        });
+        let worker = worker::Worker {
+            vm,
+            rx,
+            shared,
+            runtime: Arc::downgrade(&inner),
+            config: config.clone(),
+            entry,
+            limits,
+            pending: None,
+            actors: std::collections::HashMap::new(),
+        };
+        std::thread::Builder::new()
+            .name("citadel-lua".into())
+            .spawn(move || worker.run())
+            .map_err(|e| LoadError::Runtime(format!("cannot start the script thread: {e}")))?;
+        Ok(Some(Runtime { inner }))
+    }
+
+    /// Connects the runtime to the node (delivery, room ids) and registers
+    /// the script's RPC methods.
+    pub fn attach(&self, node: &Arc<NodeShared>) {
+        let _ = self.inner.shared.node.set(Arc::downgrade(node));
+        self.sync_rpc_registry();
+    }
+
+    /// Replaces the node's script RPC methods with the current snapshot.
+    fn sync_rpc_registry(&self) {
+        let Some(node) = self.inner.shared.node() else {
+            return;
+        };
+        node.rpc.clear_script();
+        for method in &self.registered().rpc {
+            if let Err(err) = node
+                .rpc
+                .register_script(method, Arc::new(LuaRpc::new(self.clone())))
+            {
+                tracing::warn!(method, error = %err, "script RPC method not registered");
+            }
+        }
+    }
+
+    /// Asks the VM thread to stop after its current invocation.
+    pub fn stop(&self) {
+        self.inner.shared.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// What the current script registered.
+    pub fn registered(&self) -> Arc<Registered> {
+        self.inner
+            .shared
+            .registered
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Whether application kind `kind` goes to an `on_message` handler.
+    pub fn handles_message(&self, kind: u16) -> bool {
+        self.registered().message.contains(&kind)
+    }
+
+    fn submit(&self, call: Call) -> bool {
+        match self.inner.tx.try_send(call) {
+            Ok(()) => true,
+            Err(TrySendError::Full(_)) => {
+                self.inner
+                    .shared
+                    .metrics
+                    .runtime_event(RuntimeEvent::QueueFull);
+                false
+            }
+            Err(TrySendError::Disconnected(_)) => false,
+        }
+    }
+
+    /// Queues `on_message(kind)` (fire and forget).
+    pub fn message(&self, caller: Caller, kind: u16, body: Bytes) {
+        self.submit(Call::Message { caller, kind, body });
+    }
+
+    /// Queues `on_join` (fire and forget; a join is never blocked by it).
+    pub fn join(&self, caller: Caller) {
+        if self.registered().has(hooks::Hook::Join) {
+            self.submit(Call::Join(caller));
+        }
+    }
+
+    /// Queues `on_leave` (fire and forget).
+    pub fn leave(&self, caller: Caller) {
+        if self.registered().has(hooks::Hook::Leave) {
+            self.submit(Call::Leave(caller));
+        }
+    }
+
+    /// The participant's room now (`None` = default dimension or unknown).
+    pub fn room_of(&self, participant_id: u64) -> Option<u64> {
+        self.inner
+            .shared
+            .node()
+            .and_then(|n| n.realm.room_of(participant_id))
+    }
+
+    /// Runs `on_rpc(method)`; errors carry only the generic client messages.
+    pub async fn rpc(
+        &self,
+        caller: Caller,
+        method: String,
+        payload: Bytes,
+    ) -> Result<Bytes, RpcError> {
+        let (reply, rx) = oneshot::channel();
+        if !self.submit(Call::Rpc {
+            caller,
+            method,
+            payload,
+            reply,
+        }) {
+            return Err(RpcError::Internal("script runtime queue full".into()));
+        }
+        match rx.await {
+            Ok(Ok(vm::RpcReply::Reply(bytes))) => Ok(bytes),
+            Ok(Ok(vm::RpcReply::UnknownMethod)) => Err(RpcError::Client(rpc::UNKNOWN_METHOD)),
+            Ok(Err(Failure::Timeout)) => Err(RpcError::Client(rpc::HANDLER_TIMEOUT)),
+            Ok(Err(Failure::OutOfMemory)) => Err(RpcError::Internal("script out of memory".into())),
+            Ok(Err(Failure::Error(_))) => Err(RpcError::Internal("script error".into())),
+            Err(_) => Err(RpcError::Internal("script runtime stopped".into())),
+        }
+    }
+
+    /// Runs `on_room_create`; `None` = use the default label (no handler,
+    /// nil, error, timeout, full queue).
+    pub async fn room_create(&self, caller: Caller, params: Bytes) -> Option<LabelSpec> {
+        if !self.registered().has(hooks::Hook::RoomCreate) {
+            return None;
+        }
+        let (reply, rx) = oneshot::channel();
+        if !self.submit(Call::RoomCreate {
+            caller,
+            params,
+            reply,
+        }) {
+            return None;
+        }
+        rx.await.ok().flatten()
+    }
+
+    /// Runs `on_room_join`: no handler admits; error, timeout or a full
+    /// queue rejects.
+    pub async fn room_join(&self, caller: Caller, room_id: u64) -> bool {
+        if !self.registered().has(hooks::Hook::RoomJoin) {
+            return true;
+        }
+        let (reply, rx) = oneshot::channel();
+        if !self.submit(Call::RoomJoin {
+            caller,
+            room_id,
+            reply,
+        }) {
+            return false;
+        }
+        rx.await.unwrap_or(false)
+    }
+}

@@ -1,0 +1,89 @@
+//! Adapters that plug the runtime into the node's extension points: the
+//! [`RpcHandler`] registered for each script method, and the
+//! [`RoomPolicy`] backed by `on_room_create` / `on_room_join`.
+//!
+//! Seed semantics: no handler → the fallback policy (params are the map,
+//! everyone may join); a nil, failing or timed-out `on_room_create` → the
+//! default label; a failing or timed-out `on_room_join` → reject. What it is
+//! not: no Lua here, only typed calls through [`Runtime`].
+
+use bytes::Bytes;
+
+use super::{Caller, Runtime};
+use crate::gateway::handshake::BoxFuture;
+use crate::realm::{DefaultRoomPolicy, PolicyContext, RoomLabel, RoomPolicy};
+use crate::rpc::{RpcContext, RpcError, RpcHandler};
+
+/// The handler registered for every script RPC method.
+#[derive(Debug, Clone)]
+pub struct LuaRpc {
+    runtime: Runtime,
+}
+
+impl LuaRpc {
+    /// A handler calling into `runtime`.
+    pub fn new(runtime: Runtime) -> Self {
+        LuaRpc { runtime }
+    }
+}
+
+impl RpcHandler for LuaRpc {
+    fn call(&self, ctx: RpcContext, payload: Bytes) -> BoxFuture<Result<Bytes, RpcError>> {
+        let runtime = self.runtime.clone();
+        Box::pin(async move {
+            let caller = Caller {
+                participant_id: ctx.participant_id,
+                user_id: ctx.user_id,
+                room_id: runtime.room_of(ctx.participant_id),
+            };
+            runtime.rpc(caller, ctx.method, payload).await
+        })
+    }
+}
+
+/// Room policy decided by the script, with the built-in policy as fallback.
+#[derive(Debug, Clone)]
+pub struct LuaRoomPolicy {
+    runtime: Runtime,
+    fallback: DefaultRoomPolicy,
+}
+
+impl LuaRoomPolicy {
+    /// Script hooks first, `fallback` when the script does not decide.
+    pub fn new(runtime: Runtime, fallback: DefaultRoomPolicy) -> Self {
+        LuaRoomPolicy { runtime, fallback }
+    }
+}
+
+fn caller(ctx: PolicyContext) -> Caller {
+    Caller {
+        participant_id: ctx.participant_id,
+        user_id: ctx.user_id,
+        room_id: None,
+    }
+}
+
+impl RoomPolicy for LuaRoomPolicy {
+    fn on_room_create(&self, ctx: PolicyContext, params: Bytes) -> BoxFuture<RoomLabel> {
+        let runtime = self.runtime.clone();
+        let fallback = self.fallback;
+        Box::pin(async move {
+            match runtime.room_create(caller(ctx), params.clone()).await {
+                Some(spec) => RoomLabel {
+                    map: spec
+                        .map
+                        .unwrap_or_else(|| String::from_utf8_lossy(&params).into_owned()),
+                    mode: spec.mode,
+                    max_players: spec.max_players,
+                    open: spec.open,
+                },
+                None => fallback.label(&params),
+            }
+        })
+    }
+
+    fn on_room_join(&self, ctx: PolicyContext, room_id: u64) -> BoxFuture<bool> {
+        let runtime = self.runtime.clone();
+        Box::pin(async move { runtime.room_join(caller(ctx), room_id).await })
+    }
+}

@@ -1,0 +1,423 @@
+//! The VM thread: drains the bounded call queue, fires `on_tick`, polls
+//! `main.lua` for hot reload, and applies each successful invocation's
+//! commands to connections.
+//!
+//! Everything Lua happens here, one invocation at a time, so the VM needs no
+//! lock. The node side never blocks on this thread: calls are `try_send`
+//! into a bounded queue and replies come back on oneshot channels. What it
+//! is not: it does not decide routing (the gateway does) or room state (the
+//! realm does). Call order: [`Worker::run`] until the queue disconnects or
+//! the stop flag is set; per loop: one call (or a timeout), then a due tick,
+//! then swapping in a finished reload, then a due reload poll (which starts
+//! building the new VM on a loader thread).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::Weak;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::time::{Duration, Instant, SystemTime};
+
+use bytes::Bytes;
+use citadel_wire::Envelope;
+
+use super::api::Command;
+use super::hooks::Hook;
+use super::vm::{Caller, Failure, Limits, LoadError, Outcome, Vm};
+use super::{Call, Inner, Runtime, Shared};
+use crate::config::RuntimeConfig;
+use crate::gateway::outbound::Outbound;
+use crate::metrics::RuntimeEvent;
+
+/// Longest idle wait, so the stop flag is noticed.
+const IDLE_WAKE: Duration = Duration::from_millis(100);
+/// How often a reload building off-thread is checked for completion.
+const RELOAD_CHECK: Duration = Duration::from_millis(10);
+
+/// Whom `citadel.broadcast` reaches, decided by the invocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// A participant's call: its room (or the default dimension), minus itself.
+    Participant {
+        /// The caller.
+        id: u64,
+        /// Its room (`None` = default dimension).
+        room: Option<u64>,
+    },
+    /// A room tick: every member of the room.
+    Room(u64),
+    /// The server-wide tick: every connected participant.
+    Server,
+}
+
+/// The VM thread's state.
+pub(super) struct Worker {
+    pub(super) vm: Vm,
+    pub(super) rx: Receiver<Call>,
+    pub(super) shared: Arc<Shared>,
+    pub(super) runtime: Weak<Inner>,
+    pub(super) config: RuntimeConfig,
+    pub(super) entry: PathBuf,
+    pub(super) limits: Limits,
+    /// A replacement VM being built on a loader thread (hot reload).
+    pub(super) pending: Option<Receiver<Result<Vm, LoadError>>>,
+    /// Script actor id → transform-sync hub id of the NPCs scripts spawned.
+    pub(super) actors: HashMap<u32, u32>,
+}
+
+fn stamp(path: &PathBuf) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+fn deliver(outbound: &Outbound, frame: Bytes, unreliable: bool) {
+    if unreliable {
+        outbound.send_unreliable(frame);
+    } else {
+        outbound.send_reliable(frame);
+    }
+}
+
+impl Worker {
+    /// The loop; returns when the node is gone or stopped.
+    pub(super) fn run(mut self) {
+        let tick_period = (self.config.tick_hz > 0)
+            .then(|| Duration::from_secs_f64(1.0 / f64::from(self.config.tick_hz)));
+        let poll = Duration::from_millis(self.config.hot_reload_poll_ms);
+        let mut stamp_seen = stamp(&self.entry);
+        let start = Instant::now();
+        let mut next_tick = start + tick_period.unwrap_or(IDLE_WAKE);
+        let mut last_tick = start;
+        let mut next_poll = start + poll;
+        loop {
+            if self.shared.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let now = Instant::now();
+            let mut wake = now + IDLE_WAKE;
+            if tick_period.is_some() {
+                wake = wake.min(next_tick);
+            }
+            if self.config.hot_reload {
+                wake = wake.min(next_poll);
+            }
+            if self.pending.is_some() {
+                wake = wake.min(now + RELOAD_CHECK);
+            }
+            match self.rx.recv_timeout(wake.saturating_duration_since(now)) {
+                Ok(call) => self.handle(call),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            let now = Instant::now();
+            if let Some(period) = tick_period
+                && now >= next_tick
+            {
+                let dt = now.duration_since(last_tick).as_secs_f64();
+                last_tick = now;
+                if self.vm.registered().has(Hook::Tick) {
+                    self.tick(dt);
+                }
+                next_tick += period;
+                let after = Instant::now();
+                if next_tick <= after {
+                    self.shared.metrics.runtime_event(RuntimeEvent::TicksLate);
+                    next_tick = after + period;
+                }
+            }
+            self.finish_reload();
+            if self.config.hot_reload && now >= next_poll && self.pending.is_none() {
+                let current = stamp(&self.entry);
+                if current != stamp_seen {
+                    stamp_seen = current;
+                    self.start_reload();
+                }
+                next_poll = Instant::now() + poll;
+            }
+        }
+        tracing::debug!("script runtime stopped");
+    }
+
+    fn handle(&mut self, call: Call) {
+        match call {
+            Call::Rpc {
+                caller,
+                method,
+                payload,
+                reply,
+            } => {
+                let out = self.vm.rpc(&caller, &method, &payload);
+                let result = self.finish("on_rpc", out, origin_of(&caller));
+                let _ = reply.send(result);
+            }
+            Call::Message { caller, kind, body } => {
+                let out = self.vm.message(&caller, kind, &body);
+                let _ = self.finish("on_message", out, origin_of(&caller));
+            }
+            Call::Join(caller) => {
+                let out = self.vm.presence(Hook::Join, &caller);
+                let _ = self.finish("on_join", out, origin_of(&caller));
+            }
+            Call::Leave(caller) => {
+                let out = self.vm.presence(Hook::Leave, &caller);
+                let _ = self.finish("on_leave", out, origin_of(&caller));
+            }
+            Call::RoomCreate {
+                caller,
+                params,
+                reply,
+            } => {
+                let out = self.vm.room_create(&caller, &params);
+                let result = self.finish("on_room_create", out, origin_of(&caller));
+                let _ = reply.send(result.ok().flatten());
+            }
+            Call::RoomJoin {
+                caller,
+                room_id,
+                reply,
+            } => {
+                let out = self.vm.room_join(&caller, room_id);
+                let result = self.finish("on_room_join", out, origin_of(&caller));
+                // No handler → admit; failure → reject (fail closed).
+                let _ = reply.send(result.map(|r| r.unwrap_or(true)).unwrap_or(false));
+            }
+        }
+        if let Some(registered) = self.vm.refresh_registered() {
+            let registered = registered.clone();
+            self.publish(registered);
+        }
+    }
+
+    fn tick(&mut self, dt: f64) {
+        let out = self.vm.tick(dt, None);
+        self.shared.metrics.runtime_event(RuntimeEvent::Ticks);
+        let _ = self.finish("on_tick", out, Origin::Server);
+        let rooms = self
+            .shared
+            .node()
+            .map(|n| n.realm.room_ids())
+            .unwrap_or_default();
+        for room in rooms {
+            let out = self.vm.tick(dt, Some(room));
+            self.shared.metrics.runtime_event(RuntimeEvent::Ticks);
+            let _ = self.finish("on_tick", out, Origin::Room(room));
+        }
+    }
+
+    /// Counts, logs, applies the commands of a success; returns the result.
+    fn finish<T>(
+        &mut self,
+        hook: &'static str,
+        out: Outcome<T>,
+        origin: Origin,
+    ) -> Result<T, Failure> {
+        let m = &self.shared.metrics;
+        m.runtime_event(RuntimeEvent::Invocations);
+        m.runtime_n(RuntimeEvent::CommandsDropped, out.dropped_commands);
+        m.runtime_n(RuntimeEvent::BytesDropped, out.dropped_bytes);
+        match &out.result {
+            Ok(_) => self.apply(origin, out.commands),
+            Err(Failure::Timeout) => {
+                m.runtime_event(RuntimeEvent::Timeouts);
+                tracing::warn!(
+                    hook,
+                    "script invocation timed out; its commands were discarded"
+                );
+            }
+            Err(Failure::OutOfMemory) => {
+                m.runtime_event(RuntimeEvent::OutOfMemory);
+                tracing::warn!(
+                    hook,
+                    used_bytes = self.vm.used_memory(),
+                    "script invocation hit runtime.memory_limit_mb; its commands were discarded"
+                );
+            }
+            Err(Failure::Error(error)) => {
+                m.runtime_event(RuntimeEvent::Errors);
+                tracing::warn!(hook, %error, "script invocation failed; its commands were discarded");
+            }
+        }
+        out.result
+    }
+
+    fn apply(&mut self, origin: Origin, commands: Vec<Command>) {
+        if commands.is_empty() {
+            return;
+        }
+        let Some(node) = self.shared.node() else {
+            return;
+        };
+        for command in commands {
+            match command {
+                Command::Broadcast {
+                    kind,
+                    body,
+                    unreliable,
+                } => {
+                    let frame = Envelope::new(kind, body).encode_framed();
+                    let (members, skip) = match origin {
+                        Origin::Participant { id, room } => (
+                            node.realm
+                                .place_members(room.unwrap_or(0))
+                                .map(|m| m.to_vec())
+                                .unwrap_or_default(),
+                            Some(id),
+                        ),
+                        Origin::Room(room) => (
+                            node.realm
+                                .place_members(room)
+                                .map(|m| m.to_vec())
+                                .unwrap_or_default(),
+                            None,
+                        ),
+                        Origin::Server => (node.realm.all_members(), None),
+                    };
+                    for member in members.iter().filter(|m| Some(m.participant_id) != skip) {
+                        deliver(&member.outbound, frame.clone(), unreliable);
+                    }
+                }
+                Command::Send {
+                    to,
+                    kind,
+                    body,
+                    unreliable,
+                } => match node.realm.outbound_of(to) {
+                    Some(outbound) => deliver(
+                        &outbound,
+                        Envelope::new(kind, body).encode_framed(),
+                        unreliable,
+                    ),
+                    None => self
+                        .shared
+                        .metrics
+                        .runtime_event(RuntimeEvent::UnknownRecipient),
+                },
+                actor => {
+                    self.shared
+                        .metrics
+                        .runtime_event(RuntimeEvent::ActorCommands);
+                    self.apply_actor(&node, origin, actor);
+                }
+            }
+        }
+    }
+
+    /// Hands a script's actor command to the transform-sync hub (when
+    /// enabled): the NPC lives in the invocation's room (global for the
+    /// server-wide tick and the default dimension).
+    fn apply_actor(&mut self, node: &crate::node::NodeShared, origin: Origin, command: Command) {
+        if !node.hub.enabled() {
+            tracing::debug!(?command, "actor command ignored: transform sync disabled");
+            return;
+        }
+        match command {
+            Command::SpawnActor(spawn) => {
+                let room = match origin {
+                    Origin::Participant { room, .. } => room,
+                    Origin::Room(room) => Some(room),
+                    Origin::Server => None,
+                };
+                let patrol = (spawn.ai.as_deref() == Some("patrol") && !spawn.waypoints.is_empty())
+                    .then(|| crate::actors::Patrol {
+                        waypoints: spawn.waypoints.clone(),
+                        speed: spawn.speed.unwrap_or(100.0),
+                    });
+                let hub_id = node.hub.spawn_npc(crate::actors::NpcSpawn {
+                    archetype: spawn.archetype,
+                    position: spawn.position,
+                    room,
+                    patrol,
+                });
+                if let Some(hub_id) = hub_id {
+                    self.actors.insert(spawn.id, hub_id);
+                }
+            }
+            Command::MoveActor {
+                id,
+                position,
+                velocity,
+            } => {
+                if let Some(hub_id) = self.actors.get(&id) {
+                    node.hub.move_npc(*hub_id, position, Some(velocity));
+                }
+            }
+            Command::DespawnActor { id } => {
+                if let Some(hub_id) = self.actors.remove(&id) {
+                    node.hub.despawn_npc(hub_id);
+                }
+            }
+            Command::Broadcast { .. } | Command::Send { .. } => {}
+        }
+    }
+
+    fn publish(&self, registered: super::hooks::Registered) {
+        *self
+            .shared
+            .registered
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = Arc::new(registered);
+        if let Some(inner) = self.runtime.upgrade() {
+            Runtime { inner }.sync_rpc_registry();
+        }
+    }
+
+    /// Starts building a new VM from `main.lua` on a loader thread; the
+    /// current VM keeps serving meanwhile (the load may take up to 5 s).
+    fn start_reload(&mut self) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let limits = self.limits.clone();
+        let entry = self.entry.clone();
+        let spawned = std::thread::Builder::new()
+            .name("citadel-lua-reload".into())
+            .spawn(move || {
+                let _ = tx.send(Vm::load(&limits, &entry));
+            });
+        match spawned {
+            Ok(_) => self.pending = Some(rx),
+            Err(error) => {
+                self.reload_failed(&format!("cannot start the loader thread: {error}"));
+            }
+        }
+    }
+
+    /// Swaps in a finished reload if it loaded and registers something.
+    fn finish_reload(&mut self) {
+        let Some(rx) = &self.pending else {
+            return;
+        };
+        let loaded = match rx.try_recv() {
+            Err(TryRecvError::Empty) => return,
+            Err(TryRecvError::Disconnected) => Err(LoadError::Runtime("loader thread died".into())),
+            Ok(loaded) => loaded,
+        };
+        self.pending = None;
+        match loaded {
+            Ok(vm) if vm.registered().is_empty() => {
+                self.reload_failed("main.lua registers no handler");
+            }
+            Ok(vm) => {
+                let registered = vm.registered().clone();
+                self.vm = vm;
+                self.publish(registered);
+                self.shared.metrics.runtime_event(RuntimeEvent::Reloads);
+                tracing::info!("hot reload: main.lua swapped in");
+            }
+            Err(error) => self.reload_failed(&error.to_string()),
+        }
+    }
+
+    fn reload_failed(&self, why: &str) {
+        self.shared
+            .metrics
+            .runtime_event(RuntimeEvent::ReloadFailures);
+        tracing::warn!(why, "hot reload rejected; keeping the old script");
+    }
+}
+
+fn origin_of(caller: &Caller) -> Origin {
+    Origin::Participant {
+        id: caller.participant_id,
+        room: caller.room_id,
+    }
+}

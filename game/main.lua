@@ -1,0 +1,79 @@
+-- Citadel default game: the server logic `cargo run --release` serves.
+--
+-- This file is the entry point (`runtime.scripts_dir` / main.lua). Its
+-- top-level code runs once at startup (and again on hot reload) and
+-- registers handlers; the handlers then run on the node's script thread,
+-- one at a time, each under a deadline (`runtime.deadline_ms`, 100 ms by
+-- default) and the VM memory cap. A handler that errors, loops or runs out
+-- of memory fails only that call. The full reference is docs/scripting.md.
+--
+-- Available libraries: string, table, math, plus `require("name")` for
+-- modules under this directory (`require("lib.util")` loads lib/util.lua).
+
+-- RPC: `fn(ctx, body) -> string`. ctx = { sender, method, user_id? }.
+-- The returned string is the reply, sent to the caller only.
+citadel.on_rpc("ping", function(ctx, body)
+    return "pong"
+end)
+
+citadel.on_rpc("echo", function(ctx, body)
+    return body
+end)
+
+-- Join / leave: `fn(ctx)`, ctx = { sender, user_id? } (user_id is absent
+-- for guests). They never block the connection.
+citadel.on_join(function(ctx)
+    citadel.log("participant " .. ctx.sender .. " joined" ..
+        (ctx.user_id and (" as " .. ctx.user_id) or " as a guest"))
+end)
+
+citadel.on_leave(function(ctx)
+    citadel.log("participant " .. ctx.sender .. " left")
+end)
+
+-- Everything below is a commented example of the remaining hooks and host
+-- functions. Uncomment what your game needs.
+
+-- Application messages (kinds >= 100). With a handler, the kind goes to the
+-- script instead of being relayed to room peers.
+-- ctx = { sender, kind, user_id?, room_id? (when in a room) }.
+--
+-- citadel.on_message(100, function(ctx, body)
+--     -- to everyone in the sender's room (or the default dimension), except the sender:
+--     citadel.broadcast(101, body)
+--     -- to one participant; a 4th argument `true` uses the unreliable lane:
+--     citadel.send(ctx.sender, 102, "ack")
+-- end)
+
+-- Rooms: label a newly created named room. `name` is the matchmaking key the
+-- client asked for, not the map. Return a map name, a table, or nil (default:
+-- the name is the map).
+--
+-- citadel.on_room_create(function(ctx, name)
+--     return { map = "ForestArena", mode = "ffa", max_players = 8, open = true }
+-- end)
+
+-- Rooms: admission to an existing room. Only `true` admits; an error or a
+-- timeout rejects.
+--
+-- citadel.on_room_join(function(ctx, room_id)
+--     return true
+-- end)
+
+-- Game loop: runs `runtime.tick_hz` times a second (0 = off), first
+-- server-wide as fn(dt), then once per live room as fn(dt, room_id).
+-- Inside a room tick, citadel.broadcast reaches that room's members.
+--
+-- local npc
+-- citadel.on_tick(function(dt, room_id)
+--     if room_id ~= nil then return end
+--     if not npc then
+--         npc = { id = citadel.spawn_actor{ archetype = 0, x = 0, y = 0, z = 302 }, x = 0 }
+--     end
+--     npc.x = npc.x + 100 * dt
+--     citadel.move_actor(npc.id, npc.x, 0, 302, 100, 0, 0)
+--     -- citadel.despawn_actor(npc.id) removes it.
+-- end)
+
+-- Logging: citadel.log(message [, level]) with level trace/debug/info/warn/error.
+citadel.log("default game loaded: ping, echo")
