@@ -40,7 +40,12 @@ pub fn render(citadel: &Report, colyseus: Option<&Report>, raw: Option<&Report>)
             r.map_or("-".into(), fmt_value),
             ratio(m.value, c),
             ratio(m.value, r),
-            if m.higher_is_better { "higher" } else { "lower" }.into(),
+            if m.higher_is_better {
+                "higher"
+            } else {
+                "lower"
+            }
+            .into(),
         ]);
     }
     let mut out = format!(

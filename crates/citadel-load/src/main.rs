@@ -37,7 +37,11 @@ use targets::{ServerHandle, StartOptions, TargetKind};
 use transport::{AuthMode, Connector};
 
 #[derive(Parser, Debug)]
-#[command(name = "citadel-load", version, about = "Load generator for Citadel and its peers")]
+#[command(
+    name = "citadel-load",
+    version,
+    about = "Load generator for Citadel and its peers"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -91,6 +95,10 @@ struct RunArgs {
     /// No progress line.
     #[arg(long)]
     quiet: bool,
+    /// Exit non-zero unless the run did its job (smoke tests; see
+    /// `Report::check`).
+    #[arg(long)]
+    check: bool,
 }
 
 fn main() -> ExitCode {
@@ -194,6 +202,9 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
     print!("{}", report.render());
     if let Some(path) = &args.json {
         report.write_json(path)?;
+    }
+    if args.check {
+        report.check()?;
     }
     Ok(())
 }

@@ -82,7 +82,10 @@ mod tests {
         let stat = "42 (we (ird) name) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 1 0";
         assert_eq!(parse_cpu_ticks(stat), Some(300));
         assert_eq!(parse_cpu_ticks("garbage"), None);
-        assert_eq!(parse_rss_bytes("Name:\tx\nVmRSS:\t  1024 kB\n"), Some(1024 * 1024));
+        assert_eq!(
+            parse_rss_bytes("Name:\tx\nVmRSS:\t  1024 kB\n"),
+            Some(1024 * 1024)
+        );
         assert_eq!(parse_rss_bytes("Name:\tx\n"), None);
     }
 

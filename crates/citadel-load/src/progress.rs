@@ -38,7 +38,7 @@ impl Progress {
         if self.tty {
             let _ = write!(err, "\r\x1b[2K{text}");
             let _ = err.flush();
-        } else if n % 5 == 0 {
+        } else if n.is_multiple_of(5) {
             let _ = writeln!(err, "{text}");
         }
     }

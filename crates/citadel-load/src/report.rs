@@ -64,7 +64,13 @@ impl Table {
         };
         let mut out = line(&self.headers);
         out.push('\n');
-        out.push_str(&width.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  "));
+        out.push_str(
+            &width
+                .iter()
+                .map(|w| "-".repeat(*w))
+                .collect::<Vec<_>>()
+                .join("  "),
+        );
         for row in &self.rows {
             out.push('\n');
             out.push_str(&line(row));
@@ -172,7 +178,34 @@ impl Report {
 
     /// The value of a headline metric.
     pub fn get(&self, name: &str) -> Option<f64> {
-        self.headline.iter().find(|m| m.name == name).map(|m| m.value)
+        self.headline
+            .iter()
+            .find(|m| m.name == name)
+            .map(|m| m.value)
+    }
+
+    /// The smoke verdict (`--check`): an error unless the run did what its
+    /// scenario exists to do (something delivered, every connection held,
+    /// every handshake done). Says nothing about performance targets.
+    pub fn check(&self) -> anyhow::Result<()> {
+        let get = |n: &str| self.get(n).unwrap_or(0.0);
+        let ok = match self.scenario.as_str() {
+            "relay-fanout" => get("best_deliveries_per_s") > 0.0,
+            "idle-capacity" => get("connections") > 0.0 && get("held_at_end") == get("connections"),
+            "rpc-echo" => get("round_trips_per_s") > 0.0,
+            "handshake-storm" => get("handshakes_per_s") > 0.0 && get("failed") == 0.0,
+            _ => false,
+        };
+        if ok {
+            Ok(())
+        } else {
+            anyhow::bail!(
+                "check failed for {} against {}: {}",
+                self.scenario,
+                self.target,
+                self.notes.join("; ")
+            )
+        }
     }
 
     /// The human-readable summary.

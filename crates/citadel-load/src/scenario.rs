@@ -204,14 +204,24 @@ impl Scenario {
                 range("grace_seconds", s.grace_seconds, 0.0, 60.0)?;
                 range("p99_bound_ms", s.p99_bound_ms, 0.001, 60_000.0)?;
                 range("max_drop_ratio", s.max_drop_ratio, 0.0, 1.0)?;
-                range("connect_concurrency", f64::from(s.connect_concurrency), 1.0, 10_000.0)?;
-                range("source_addresses", f64::from(s.source_addresses), 1.0, 254.0)?;
+                range(
+                    "connect_concurrency",
+                    f64::from(s.connect_concurrency),
+                    1.0,
+                    10_000.0,
+                )?;
+                range(
+                    "source_addresses",
+                    f64::from(s.source_addresses),
+                    1.0,
+                    254.0,
+                )?;
                 if s.clients.is_empty() || s.clients.len() > 1_000 {
                     bail!("clients: give 1 to 1000 client counts");
                 }
                 let mut last = 0;
                 for &n in &s.clients {
-                    if n == 0 || n % s.room_size != 0 || n <= last || n > 1_000_000 {
+                    if n == 0 || !n.is_multiple_of(s.room_size) || n <= last || n > 1_000_000 {
                         bail!(
                             "clients: each count must be a positive multiple of room_size ({}), \
                              ascending, at most 1000000 (got {n})",
@@ -226,8 +236,18 @@ impl Scenario {
                 range("steps", f64::from(s.steps), 1.0, 1_000.0)?;
                 range("settle_seconds", s.settle_seconds, 0.0, 600.0)?;
                 range("hold_seconds", s.hold_seconds, 0.0, 3_600.0)?;
-                range("connect_concurrency", f64::from(s.connect_concurrency), 1.0, 10_000.0)?;
-                range("source_addresses", f64::from(s.source_addresses), 1.0, 254.0)?;
+                range(
+                    "connect_concurrency",
+                    f64::from(s.connect_concurrency),
+                    1.0,
+                    10_000.0,
+                )?;
+                range(
+                    "source_addresses",
+                    f64::from(s.source_addresses),
+                    1.0,
+                    254.0,
+                )?;
             }
             Scenario::RpcEcho(s) => {
                 range("clients", f64::from(s.clients), 1.0, 100_000.0)?;
@@ -235,7 +255,12 @@ impl Scenario {
                 range("payload_bytes", s.payload_bytes as f64, 0.0, 60_000.0)?;
                 range("warmup_seconds", s.warmup_seconds, 0.0, 600.0)?;
                 range("measure_seconds", s.measure_seconds, 0.1, 3_600.0)?;
-                range("source_addresses", f64::from(s.source_addresses), 1.0, 254.0)?;
+                range(
+                    "source_addresses",
+                    f64::from(s.source_addresses),
+                    1.0,
+                    254.0,
+                )?;
                 if s.method.is_empty() || s.method.len() > 1_024 {
                     bail!("method: give a name of 1 to 1024 bytes");
                 }
@@ -244,7 +269,12 @@ impl Scenario {
                 range("workers", f64::from(s.workers), 1.0, 10_000.0)?;
                 range("duration_seconds", s.duration_seconds, 0.1, 3_600.0)?;
                 range("max_handshakes", s.max_handshakes as f64, 1.0, 1e9)?;
-                range("source_addresses", f64::from(s.source_addresses), 1.0, 254.0)?;
+                range(
+                    "source_addresses",
+                    f64::from(s.source_addresses),
+                    1.0,
+                    254.0,
+                )?;
             }
         }
         Ok(())
@@ -265,16 +295,19 @@ mod tests {
 
     #[test]
     fn shipped_scenarios_parse() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/scenarios");
-        for name in [
-            "relay-fanout",
-            "idle-capacity",
-            "rpc-echo",
-            "handshake-storm",
-        ] {
-            let s = Scenario::load(&dir.join(format!("{name}.toml")));
-            assert!(s.is_ok(), "{name}: {s:?}");
-            assert!(s.is_ok_and(|s| s.kind() == name));
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/scenarios");
+        for dir in [root.clone(), root.join("smoke")] {
+            for name in [
+                "relay-fanout",
+                "idle-capacity",
+                "rpc-echo",
+                "handshake-storm",
+            ] {
+                let path = dir.join(format!("{name}.toml"));
+                let s = Scenario::load(&path);
+                assert!(s.is_ok(), "{}: {s:?}", path.display());
+                assert!(s.is_ok_and(|s| s.kind() == name));
+            }
         }
     }
 
@@ -282,9 +315,18 @@ mod tests {
     fn bad_input_is_a_named_error() {
         let bad = [
             ("kind = \"nope\"", "kind"),
-            ("kind = \"rpc-echo\"\nclients = 1\npipeline = 0\nmethod = \"x\"\nmeasure_seconds = 1", "pipeline"),
-            ("kind = \"relay-fanout\"\nroom_size = 8\nrate_hz = 20\nclients = [12]\nmeasure_seconds = 1\np99_bound_ms = 50", "clients"),
-            ("kind = \"handshake-storm\"\nworkers = 1\nduration_seconds = 1\nmax_handshakes = 5\ntypo = 1", "typo"),
+            (
+                "kind = \"rpc-echo\"\nclients = 1\npipeline = 0\nmethod = \"x\"\nmeasure_seconds = 1",
+                "pipeline",
+            ),
+            (
+                "kind = \"relay-fanout\"\nroom_size = 8\nrate_hz = 20\nclients = [12]\nmeasure_seconds = 1\np99_bound_ms = 50",
+                "clients",
+            ),
+            (
+                "kind = \"handshake-storm\"\nworkers = 1\nduration_seconds = 1\nmax_handshakes = 5\ntypo = 1",
+                "typo",
+            ),
         ];
         for (text, key) in bad {
             let err = Scenario::parse(text).map(|_| ()).unwrap_err();

@@ -24,8 +24,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use bytes::{Bytes, BytesMut};
 use citadel_wire::protocol::{
     KIND_AUTH_RESULT, KIND_PEER_POSITION, KIND_POSITION, KIND_ROOM_CREATE, KIND_RPC_REQUEST,
-    KIND_RPC_RESPONSE,
-    RPC_STATUS_OK, encode_auth_guest, encode_rpc_response, tag_with_sender,
+    KIND_RPC_RESPONSE, RPC_STATUS_OK, encode_auth_guest, encode_rpc_response, tag_with_sender,
 };
 use citadel_wire::room::RoomJoined;
 use citadel_wire::{Envelope, WireBody, decode_framed};

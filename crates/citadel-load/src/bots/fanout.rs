@@ -93,7 +93,10 @@ pub async fn run<C: Connector>(ctx: &mut Ctx<C>, s: &RelayFanout) -> anyhow::Res
     let _ = stop_tx.send(true);
     for b in bots {
         // bounded: every bot closes with a 2 s timeout
-        if tokio::time::timeout(Duration::from_secs(5), b).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(5), b)
+            .await
+            .is_err()
+        {
             notes.push("some bots did not close within 5 s".into());
         }
     }

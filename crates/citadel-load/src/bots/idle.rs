@@ -122,8 +122,10 @@ pub async fn run<C: Connector>(ctx: &mut Ctx<C>, s: &IdleCapacity) -> anyhow::Re
         ));
     }
     if failure.is_none() && s.hold_seconds > 0.0 {
-        ctx.progress
-            .update(&format!("[idle-capacity] holding {have} connections for {} s", s.hold_seconds));
+        ctx.progress.update(&format!(
+            "[idle-capacity] holding {have} connections for {} s",
+            s.hold_seconds
+        ));
         tokio::time::sleep(Duration::from_secs_f64(s.hold_seconds)).await;
     }
     let lost = closed.load(Ordering::Relaxed);
@@ -145,7 +147,12 @@ pub async fn run<C: Connector>(ctx: &mut Ctx<C>, s: &IdleCapacity) -> anyhow::Re
         r.metric("rss_per_connection", p, "KiB", false);
     }
     if connect_secs > 0.0 {
-        r.metric("connect_auth_per_s", f64::from(have) / connect_secs, "conn/s", true);
+        r.metric(
+            "connect_auth_per_s",
+            f64::from(have) / connect_secs,
+            "conn/s",
+            true,
+        );
     }
     if pid.is_none() {
         notes.push("no server pid: RSS not measured (pass --server-pid when attaching)".into());
@@ -154,7 +161,9 @@ pub async fn run<C: Connector>(ctx: &mut Ctx<C>, s: &IdleCapacity) -> anyhow::Re
         notes.push(format!("ramp stopped at {have} connections: {e:#}"));
     }
     if lost > 0 {
-        notes.push(format!("{lost} connections were closed by the server during the run"));
+        notes.push(format!(
+            "{lost} connections were closed by the server during the run"
+        ));
     }
     r.notes = notes;
     Ok(r)

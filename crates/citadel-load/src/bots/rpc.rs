@@ -73,8 +73,12 @@ pub async fn run<C: Connector>(ctx: &mut Ctx<C>, s: &RpcEcho) -> anyhow::Result<
         .open(start_ns, start_ns + measure.as_nanos() as u64);
     let started = Instant::now();
     while started.elapsed() < measure {
-        tokio::time::sleep(measure.saturating_sub(started.elapsed()).min(Duration::from_secs(1)))
-            .await;
+        tokio::time::sleep(
+            measure
+                .saturating_sub(started.elapsed())
+                .min(Duration::from_secs(1)),
+        )
+        .await;
         let secs = started.elapsed().as_secs_f64().max(1e-3);
         let n = shared.ok.load(Ordering::Relaxed) + shared.err.load(Ordering::Relaxed);
         ctx.progress.update(&format!(
@@ -96,7 +100,14 @@ pub async fn run<C: Connector>(ctx: &mut Ctx<C>, s: &RpcEcho) -> anyhow::Result<
     }
     let lat = Latency::from(&snap);
     let mut table = Table::new(&[
-        "clients", "pipeline", "ok", "error replies", "lost", "round trips/s", "p50 ms", "p99 ms",
+        "clients",
+        "pipeline",
+        "ok",
+        "error replies",
+        "lost",
+        "round trips/s",
+        "p50 ms",
+        "p99 ms",
         "max ms",
     ]);
     table.rows.push(vec![
@@ -111,7 +122,12 @@ pub async fn run<C: Connector>(ctx: &mut Ctx<C>, s: &RpcEcho) -> anyhow::Result<
         fmt_value(lat.max_ms),
     ]);
     let mut r = Report::empty("rpc-echo", table);
-    r.metric("round_trips_per_s", (ok + err) as f64 / elapsed, "rt/s", true);
+    r.metric(
+        "round_trips_per_s",
+        (ok + err) as f64 / elapsed,
+        "rt/s",
+        true,
+    );
     r.metric("ok_replies_per_s", ok as f64 / elapsed, "rt/s", true);
     r.metric("p50", lat.p50_ms, "ms", false);
     r.metric("p99", lat.p99_ms, "ms", false);
@@ -134,12 +150,14 @@ pub async fn run<C: Connector>(ctx: &mut Ctx<C>, s: &RpcEcho) -> anyhow::Result<
         ));
     }
     if lost > 0 {
-        r.notes
-            .push(format!("{lost} requests got no reply within {LOST_AFTER:?}"));
+        r.notes.push(format!(
+            "{lost} requests got no reply within {LOST_AFTER:?}"
+        ));
     }
     let dead = shared.dead.load(Ordering::SeqCst);
     if dead > 0 {
-        r.notes.push(format!("{dead} connections ended during the run"));
+        r.notes
+            .push(format!("{dead} connections ended during the run"));
     }
     Ok(r)
 }

@@ -97,7 +97,13 @@ pub async fn run<C: Connector>(ctx: &mut Ctx<C>, s: &HandshakeStorm) -> anyhow::
     let okn = ok.load(Ordering::SeqCst);
     let failn = failed.load(Ordering::SeqCst);
     let mut table = Table::new(&[
-        "workers", "handshakes", "failed", "handshakes/s", "p50 ms", "p99 ms", "max ms",
+        "workers",
+        "handshakes",
+        "failed",
+        "handshakes/s",
+        "p50 ms",
+        "p99 ms",
+        "max ms",
     ]);
     table.rows.push(vec![
         s.workers.to_string(),

@@ -51,8 +51,7 @@ pub fn spawn(opts: &StartOptions) -> anyhow::Result<ServerHandle> {
         "citadel-load-{}-{ws_port}.toml",
         std::process::id()
     ));
-    std::fs::write(&path, config)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    std::fs::write(&path, config).with_context(|| format!("cannot write {}", path.display()))?;
     let mut cmd = command(&bin, opts.server_cpus.as_deref());
     cmd.arg("serve").arg("--config").arg(&path);
     let addr = SocketAddr::from(([127, 0, 0, 1], ws_port));

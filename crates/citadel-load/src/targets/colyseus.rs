@@ -130,7 +130,7 @@ struct Reservation {
 fn skip_type(buf: &[u8], at: usize) -> Option<usize> {
     let b = *buf.get(at)?;
     Some(match b {
-        0x00..=0x7f | 0xe0..=0xff => at + 1,    // fixint
+        0x00..=0x7f | 0xe0..=0xff => at + 1,         // fixint
         0xa0..=0xbf => at + 1 + (b & 0x1f) as usize, // fixstr
         0xd9 => at + 2 + *buf.get(at + 1)? as usize,
         0xcc | 0xd0 => at + 2,
@@ -204,20 +204,29 @@ pub fn encode_relay(payload: &[u8]) -> Vec<u8> {
 
 impl ColyseusBot {
     fn socket(&mut self) -> anyhow::Result<&mut WebSocketStream<TcpStream>> {
-        self.ws.as_mut().context("colyseus bot has not joined a room")
+        self.ws
+            .as_mut()
+            .context("colyseus bot has not joined a room")
     }
 }
 
 impl BotTransport for ColyseusBot {
     async fn join_room(&mut self, room: &str) -> anyhow::Result<()> {
         let body = serde_json::json!({ "room": room }).to_string();
-        let (status, reply) =
-            super::http::post_json(self.source, self.addr, "/matchmake/joinOrCreate/relay", &body)
-                .await?;
+        let (status, reply) = super::http::post_json(
+            self.source,
+            self.addr,
+            "/matchmake/joinOrCreate/relay",
+            &body,
+        )
+        .await?;
         if status != 200 {
             bail!(
                 "matchmake refused with HTTP {status}: {}",
-                String::from_utf8_lossy(&reply).chars().take(200).collect::<String>()
+                String::from_utf8_lossy(&reply)
+                    .chars()
+                    .take(200)
+                    .collect::<String>()
             );
         }
         let seat: Reservation =
@@ -294,17 +303,33 @@ mod tests {
         let payload = [7u8; 16];
         let sent = encode_relay(&payload);
         assert_eq!(&sent[..5], &[13, 0xa1, b'p', 0xc4, 16]);
-        assert_eq!(decode_message(&sent), Inbound::Relay(Bytes::copy_from_slice(&payload)));
+        assert_eq!(
+            decode_message(&sent),
+            Inbound::Relay(Bytes::copy_from_slice(&payload))
+        );
         let mut bytes_msg = vec![ROOM_DATA_BYTES, 0xa1, b'p'];
         bytes_msg.extend_from_slice(&payload);
-        assert_eq!(decode_message(&bytes_msg), Inbound::Relay(Bytes::copy_from_slice(&payload)));
+        assert_eq!(
+            decode_message(&bytes_msg),
+            Inbound::Relay(Bytes::copy_from_slice(&payload))
+        );
         let big = encode_relay(&[1u8; 300]);
-        assert_eq!(decode_message(&big), Inbound::Relay(Bytes::from(vec![1u8; 300])));
+        assert_eq!(
+            decode_message(&big),
+            Inbound::Relay(Bytes::from(vec![1u8; 300]))
+        );
     }
 
     #[test]
     fn garbage_is_other_never_a_panic() {
-        for bad in [&[][..], &[13], &[13, 0xa5, b'p'], &[17, 0xc1], &[13, 0xa1, b'p', 0xc4, 9, 1], &[0xff; 3]] {
+        for bad in [
+            &[][..],
+            &[13],
+            &[13, 0xa5, b'p'],
+            &[17, 0xc1],
+            &[13, 0xa1, b'p', 0xc4, 9, 1],
+            &[0xff; 3],
+        ] {
             assert_eq!(decode_message(bad), Inbound::Other, "{bad:?}");
         }
     }
