@@ -3,10 +3,12 @@
 # with identical settings, then prints one table with the ratios
 # Citadel/Colyseus and Citadel/raw.
 #
-# Usage: bench/compare.sh SCENARIO [OUTDIR]
+# Usage: bench/compare.sh SCENARIO [--set KEY=VALUE ...]
 #   SCENARIO  a name in bench/scenarios (relay-fanout) or a path to a .toml
-#   OUTDIR    where the JSON reports go (default: target/bench/<scenario>-<time>)
+#   --set     scenario overrides passed to every run, e.g.
+#             --set 'clients=[400,800,1200,1600]' --set measure_seconds=10
 # Environment:
+#   OUTDIR       where the reports go (default: target/bench/<scenario>-<time>)
 #   SERVER_CPUS  taskset list for the server (default 0)
 #   LOAD_CPUS    taskset list for citadel-load (default 1)
 #   TARGETS      which targets to run (default "citadel colyseus raw")
@@ -21,7 +23,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scenario_arg="${1:?usage: bench/compare.sh SCENARIO [OUTDIR]}"
+scenario_arg="${1:?usage: bench/compare.sh SCENARIO [--set KEY=VALUE ...]}"
+shift
+overrides=("$@")
 if [ -f "$scenario_arg" ]; then
   scenario="$scenario_arg"
 else
@@ -29,7 +33,7 @@ else
 fi
 [ -f "$scenario" ] || { echo "error: no scenario $scenario" >&2; exit 2; }
 name="$(basename "$scenario" .toml)"
-out="${2:-target/bench/$name-$(date -u +%Y%m%dT%H%M%SZ)}"
+out="${OUTDIR:-target/bench/$name-$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$out"
 server_cpus="${SERVER_CPUS:-0}"
 load_cpus="${LOAD_CPUS:-1}"
@@ -54,7 +58,8 @@ args=()
 for t in $targets; do
   echo "== $name against $t"
   timeout 1800 taskset -c "$load_cpus" target/release/citadel-load run "$scenario" \
-    --target "$t" --server-cpus "$server_cpus" --json "$out/$t.json" | tee "$out/$t.txt"
+    --target "$t" --server-cpus "$server_cpus" --json "$out/$t.json" "${overrides[@]}" \
+    | tee "$out/$t.txt"
   args+=("--$t" "$out/$t.json")
 done
 

@@ -72,6 +72,10 @@ struct RunArgs {
     /// Server under test.
     #[arg(long, value_enum, default_value = "citadel")]
     target: TargetKind,
+    /// Override a scenario key, e.g. `--set connections=19700` (repeatable;
+    /// the value is TOML).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
     /// Also write the report as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -140,7 +144,7 @@ fn open_file_limit() -> Option<u64> {
 }
 
 fn run(args: RunArgs) -> anyhow::Result<()> {
-    let scenario = Scenario::load(&args.scenario)?;
+    let scenario = Scenario::load_with(&args.scenario, &args.set)?;
     let need = scenario.peak_connections() + 256;
     if let Some(limit) = open_file_limit()
         && limit < need
@@ -188,6 +192,11 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
     })?;
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     report.scenario_file = args.scenario.display().to_string();
+    if !args.set.is_empty() {
+        report
+            .scenario_file
+            .push_str(&format!(" --set {}", args.set.join(" --set ")));
+    }
     report.target = format!("{:?}", args.target).to_lowercase();
     report.server_command = server_command;
     report.started_unix = started_unix;

@@ -115,7 +115,11 @@ impl Machine {
             })
             .map_or(0, |kib| kib / 1024);
         Machine {
-            cpus: std::thread::available_parallelism().map_or(0, usize::from),
+            // all CPUs of the machine, not this process' taskset affinity
+            cpus: cpuinfo
+                .lines()
+                .filter(|l| l.starts_with("processor"))
+                .count(),
             cpu_model,
             kernel,
             memory_mib,

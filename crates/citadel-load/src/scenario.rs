@@ -160,14 +160,41 @@ fn d_settle() -> f64 {
 impl Scenario {
     /// Reads, parses and validates `path`.
     pub fn load(path: &Path) -> anyhow::Result<Scenario> {
+        Self::load_with(path, &[])
+    }
+
+    /// Reads `path`, applies `KEY=VALUE` overrides (VALUE is a TOML value,
+    /// e.g. `connections=19700` or `clients=[400,800]`; a bare word is a
+    /// string), then parses and validates.
+    pub fn load_with(path: &Path, overrides: &[String]) -> anyhow::Result<Scenario> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read scenario {}", path.display()))?;
-        Self::parse(&text).with_context(|| format!("scenario {}", path.display()))
+        Self::parse_with(&text, overrides).with_context(|| format!("scenario {}", path.display()))
     }
 
     /// Parses and validates TOML text.
     pub fn parse(text: &str) -> anyhow::Result<Scenario> {
-        let scenario: Scenario = toml::from_str(text).context("invalid scenario TOML")?;
+        Self::parse_with(text, &[])
+    }
+
+    /// Parses TOML text with `KEY=VALUE` overrides, then validates.
+    pub fn parse_with(text: &str, overrides: &[String]) -> anyhow::Result<Scenario> {
+        let mut table: toml::Table = toml::from_str(text).context("invalid scenario TOML")?;
+        for o in overrides {
+            let (key, value) = o
+                .split_once('=')
+                .with_context(|| format!("--set {o:?}: expected KEY=VALUE"))?;
+            let key = key.trim();
+            if key == "kind" {
+                bail!("--set cannot change the scenario kind");
+            }
+            let value: toml::Value = match toml::from_str::<toml::Table>(&format!("v = {value}")) {
+                Ok(mut t) => t.remove("v").unwrap_or(toml::Value::String(value.into())),
+                Err(_) => toml::Value::String(value.trim().into()),
+            };
+            table.insert(key.to_owned(), value);
+        }
+        let scenario: Scenario = table.try_into().context("invalid scenario")?;
         scenario.validate()?;
         Ok(scenario)
     }
@@ -309,6 +336,19 @@ mod tests {
                 assert!(s.is_ok_and(|s| s.kind() == name));
             }
         }
+    }
+
+    #[test]
+    fn overrides_apply_and_are_checked() {
+        let base = "kind = \"idle-capacity\"\nconnections = 10\n";
+        let s = Scenario::parse_with(base, &["connections=20".into(), "steps = 2".into()]);
+        assert!(
+            matches!(s, Ok(Scenario::IdleCapacity(ref i)) if i.connections == 20 && i.steps == 2)
+        );
+        assert!(Scenario::parse_with(base, &["connections".into()]).is_err());
+        assert!(Scenario::parse_with(base, &["connections=0".into()]).is_err());
+        assert!(Scenario::parse_with(base, &["kind=rpc-echo".into()]).is_err());
+        assert!(Scenario::parse_with(base, &["nope=1".into()]).is_err());
     }
 
     #[test]

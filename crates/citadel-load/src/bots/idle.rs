@@ -34,6 +34,7 @@ pub async fn run<C: Connector>(ctx: &mut Ctx<C>, s: &IdleCapacity) -> anyhow::Re
     let sources = Sources::new(s.source_addresses);
     let (stop_tx, stop_rx) = watch::channel(false);
     let closed = Arc::new(AtomicU64::new(0));
+    let first_close = Arc::new(std::sync::Mutex::new(None::<String>));
     let mut tasks = Vec::new();
     let mut table = Table::new(&[
         "connections",
@@ -85,13 +86,24 @@ pub async fn run<C: Connector>(ctx: &mut Ctx<C>, s: &IdleCapacity) -> anyhow::Re
         for mut t in batch {
             let mut stop = stop_rx.clone();
             let closed = closed.clone();
+            let first_close = first_close.clone();
             tasks.push(tokio::spawn(async move {
                 loop {
                     tokio::select! {
                         _ = stop.changed() => break,
-                        r = t.recv() => if !matches!(r, Ok(Some(_))) {
-                            closed.fetch_add(1, Ordering::Relaxed);
-                            return;
+                        r = t.recv() => match r {
+                            Ok(Some(_)) => {}
+                            other => {
+                                closed.fetch_add(1, Ordering::Relaxed);
+                                let why = match other {
+                                    Err(e) => format!("{e:#}"),
+                                    _ => "connection ended without a close frame".to_owned(),
+                                };
+                                if let Ok(mut slot) = first_close.lock() {
+                                    slot.get_or_insert(why);
+                                }
+                                return;
+                            }
                         }
                     }
                 }

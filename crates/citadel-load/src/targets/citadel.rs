@@ -141,7 +141,10 @@ impl BotTransport for CitadelBot {
 
     async fn recv(&mut self) -> anyhow::Result<Option<Inbound>> {
         let Some(env) = self.client.recv().await? else {
-            return Ok(None);
+            return match self.client.close_reason() {
+                Some((code, reason)) => bail!("closed by the server: code {code} {reason:?}"),
+                None => Ok(None),
+            };
         };
         Ok(Some(match env.kind {
             KIND_PEER_POSITION if env.body.len() >= 8 => Inbound::Relay(env.body.slice(8..)),
