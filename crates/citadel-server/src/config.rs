@@ -67,6 +67,97 @@ pub struct Config {
     pub rooms: RoomsConfig,
     /// `[shutdown]`.
     pub shutdown: ShutdownConfig,
+    /// `[database]`.
+    pub database: DatabaseConfig,
+    /// `[authentication]`.
+    pub authentication: AuthenticationConfig,
+}
+
+/// `[database]`: where accounts and sessions live.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DatabaseConfig {
+    /// `sqlite://path/to/file.sqlite` (created on first start), `sqlite::memory:`,
+    /// or `postgres://user@host/db`. Secret: never logged.
+    pub url: String,
+    /// Pool size.
+    pub max_connections: u32,
+    /// Deadline to connect or to acquire a pooled connection.
+    pub acquire_timeout_ms: u64,
+}
+
+impl Default for DatabaseConfig {
+    fn default() -> Self {
+        DatabaseConfig {
+            url: "sqlite://data/citadel.sqlite".into(),
+            max_connections: 10,
+            acquire_timeout_ms: 5_000,
+        }
+    }
+}
+
+/// One fixed-window admission rule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateRule {
+    /// Requests allowed per window (1..=1,000,000).
+    pub limit: u32,
+    /// Window length (1..=86,400,000 ms).
+    pub window_ms: u64,
+}
+
+/// `[authentication.limits]`: admission limits of the auth routes, durable
+/// and shared by every node on the same database.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthLimitsConfig {
+    /// Per client IP (the TCP peer; X-Forwarded-For is ignored).
+    pub source: RateRule,
+    /// Per normalised email (email route only).
+    pub email: RateRule,
+    /// Per client IP, only for `create: true`.
+    pub registration_source: RateRule,
+}
+
+impl Default for AuthLimitsConfig {
+    fn default() -> Self {
+        AuthLimitsConfig {
+            source: RateRule {
+                limit: 30,
+                window_ms: 60_000,
+            },
+            email: RateRule {
+                limit: 10,
+                window_ms: 900_000,
+            },
+            registration_source: RateRule {
+                limit: 10,
+                window_ms: 3_600_000,
+            },
+        }
+    }
+}
+
+/// `[authentication]`: token lifetimes and admission limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthenticationConfig {
+    /// Access token lifetime.
+    pub access_token_ttl_secs: u64,
+    /// Refresh token lifetime (renewed by every refresh).
+    pub refresh_token_ttl_secs: u64,
+    /// Admission limits.
+    pub limits: AuthLimitsConfig,
+}
+
+impl Default for AuthenticationConfig {
+    fn default() -> Self {
+        AuthenticationConfig {
+            access_token_ttl_secs: 3_600,
+            refresh_token_ttl_secs: 30 * 24 * 3_600,
+            limits: AuthLimitsConfig::default(),
+        }
+    }
 }
 
 /// `[server]`: identity of this node.
@@ -220,6 +311,11 @@ pub struct AuthConfig {
     pub handshake_timeout_ms: u64,
     /// Longest accepted token; longer is a PROTOCOL rejection.
     pub max_token_bytes: usize,
+    /// A new authenticated connection closes the account's older ones.
+    pub single_connection_per_user: bool,
+    /// How often live sessions are re-checked for revocation (also catches
+    /// revocations made by other nodes on the same database).
+    pub revocation_poll_ms: u64,
 }
 
 impl Default for AuthConfig {
@@ -229,6 +325,8 @@ impl Default for AuthConfig {
             allow_guests: true,
             handshake_timeout_ms: 5_000,
             max_token_bytes: 4_096,
+            single_connection_per_user: false,
+            revocation_poll_ms: 500,
         }
     }
 }
@@ -301,7 +399,8 @@ impl Default for ShutdownConfig {
 }
 
 /// Short environment aliases kept from the reference implementation.
-const ENV_ALIASES: [(&str, &str); 4] = [
+const ENV_ALIASES: [(&str, &str); 5] = [
+    ("CITADEL_DATABASE_URL", "database.url"),
     ("CITADEL_LOG_LEVEL", "logging.level"),
     ("CITADEL_NODE_ID", "server.node_id"),
     ("CITADEL_PUBLIC_ADDR", "server.public_addr"),
@@ -439,6 +538,53 @@ impl Config {
             1,
         )?;
         at_least("transport.auth.max_token_bytes", auth.max_token_bytes, 1)?;
+        at_least(
+            "transport.auth.revocation_poll_ms",
+            auth.revocation_poll_ms as usize,
+            10,
+        )?;
+        if self.database.url.trim().is_empty() {
+            return Err(invalid("database.url", "must not be empty"));
+        }
+        at_least(
+            "database.max_connections",
+            self.database.max_connections as usize,
+            1,
+        )?;
+        at_least(
+            "database.acquire_timeout_ms",
+            self.database.acquire_timeout_ms as usize,
+            1,
+        )?;
+        let a = &self.authentication;
+        at_least(
+            "authentication.access_token_ttl_secs",
+            a.access_token_ttl_secs as usize,
+            1,
+        )?;
+        at_least(
+            "authentication.refresh_token_ttl_secs",
+            a.refresh_token_ttl_secs as usize,
+            1,
+        )?;
+        for (name, rule) in [
+            ("source", &a.limits.source),
+            ("email", &a.limits.email),
+            ("registration_source", &a.limits.registration_source),
+        ] {
+            if !(1..=1_000_000).contains(&rule.limit) {
+                return Err(invalid(
+                    &format!("authentication.limits.{name}.limit"),
+                    "must be 1..=1000000",
+                ));
+            }
+            if !(1..=86_400_000).contains(&rule.window_ms) {
+                return Err(invalid(
+                    &format!("authentication.limits.{name}.window_ms"),
+                    "must be 1..=86400000",
+                ));
+            }
+        }
         let limits = &self.transport.limits;
         at_least(
             "transport.limits.max_connections",

@@ -32,6 +32,8 @@ pub mod metrics;
 pub mod node;
 pub mod realm;
 pub mod rpc;
+pub mod services;
+pub mod store;
 pub mod transport;
 
 pub use config::Config;

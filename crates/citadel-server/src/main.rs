@@ -4,6 +4,7 @@
 //! second signal exits at once); `citadel check [--config F]` validates and
 //! exits non-zero with a message naming the bad key; `citadel version`.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 
 use citadel_server::config::{CliOverrides, Config, ConfigSource};
@@ -29,7 +30,7 @@ struct Cli {
     node_id: Option<String>,
 }
 
-#[derive(Subcommand, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Subcommand, Debug, Clone, PartialEq, Eq)]
 enum Command {
     /// Serve (the default).
     Serve,
@@ -37,6 +38,27 @@ enum Command {
     Check,
     /// Print the version.
     Version,
+    /// Create the database if needed and apply pending migrations.
+    Migrate,
+    /// Operator actions on accounts.
+    Account {
+        #[command(subcommand)]
+        action: AccountAction,
+    },
+}
+
+#[derive(Subcommand, Debug, Clone, PartialEq, Eq)]
+enum AccountAction {
+    /// Disable an account: sign-in fails and its live connections close.
+    Disable {
+        /// The account's user id.
+        user_id: String,
+    },
+    /// Re-enable a disabled account.
+    Enable {
+        /// The account's user id.
+        user_id: String,
+    },
 }
 
 fn load(cli: &Cli) -> Result<(Config, ConfigSource), String> {
@@ -46,6 +68,50 @@ fn load(cli: &Cli) -> Result<(Config, ConfigSource), String> {
         node_id: cli.node_id.clone(),
     };
     Config::load(cli.config.as_deref(), std::env::vars(), &overrides).map_err(|e| e.to_string())
+}
+
+fn backend_name(config: &Config) -> &'static str {
+    if citadel_server::store::is_postgres_url(&config.database.url) {
+        "postgres"
+    } else {
+        "sqlite"
+    }
+}
+
+/// Loads the config, connects and migrates the database, runs `f`.
+fn run_with_db<F, Fut>(cli: &Cli, f: F) -> std::process::ExitCode
+where
+    F: FnOnce(Config, citadel_server::store::SqlStore) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let (config, _) = match load(cli) {
+        Ok(loaded) => loaded,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("error: cannot start the async runtime: {err}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        let store = citadel_server::node::connect_store(&config).await?;
+        f(config, store).await
+    });
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
 }
 
 fn init_logging(config: &Config) {
@@ -64,7 +130,29 @@ fn init_logging(config: &Config) {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    match cli.command.unwrap_or(Command::Serve) {
+    match cli.command.clone().unwrap_or(Command::Serve) {
+        Command::Migrate => run_with_db(&cli, |config, _store| async move {
+            println!("database migrated ({})", backend_name(&config));
+            Ok(())
+        }),
+        Command::Account { action } => run_with_db(&cli, move |_config, store| async move {
+            use citadel_server::store::AccountStore;
+            let (user_id, disabled) = match &action {
+                AccountAction::Disable { user_id } => (user_id.clone(), true),
+                AccountAction::Enable { user_id } => (user_id.clone(), false),
+            };
+            let now = citadel_server::services::accounts::now_ms();
+            if store.set_disabled(&user_id, disabled, now).await? {
+                println!(
+                    "account {} {}",
+                    user_id,
+                    if disabled { "disabled" } else { "enabled" }
+                );
+                Ok(())
+            } else {
+                anyhow::bail!("no such account")
+            }
+        }),
         Command::Version => {
             println!("citadel {}", env!("CARGO_PKG_VERSION"));
             std::process::ExitCode::SUCCESS
@@ -116,21 +204,23 @@ fn main() -> std::process::ExitCode {
 }
 
 async fn serve(config: Config, source: ConfigSource) -> anyhow::Result<()> {
+    // Install the handlers before anything is announced, so a signal that
+    // arrives right after the banner is never the default (kill) action.
+    let mut signals = Signals::install()?;
     let node = NodeBuilder::new(config.clone()).start().await?;
     let ws = node.ws_addr.map(|a| a.to_string());
-    println!(
-        "{}",
-        banner::render(&config, &source, &node.http_addr.to_string(), ws.as_deref())
-    );
+    // A closed stdout (a supervisor that stopped reading) must not stop the node.
+    let banner = banner::render(&config, &source, &node.http_addr.to_string(), ws.as_deref());
+    let _ = writeln!(std::io::stdout(), "{banner}").and_then(|()| std::io::stdout().flush());
     tracing::info!(node_id = %config.server.node_id, http = %node.http_addr, "serving");
-    wait_for_signal().await;
+    signals.next().await;
     tracing::info!(
         grace_ms = config.shutdown.grace_ms,
         "shutting down; a second signal exits at once"
     );
     node.shutdown();
-    tokio::spawn(async {
-        wait_for_signal().await;
+    tokio::spawn(async move {
+        signals.next().await;
         eprintln!("second signal: exiting now");
         std::process::exit(130);
     });
@@ -139,24 +229,25 @@ async fn serve(config: Config, source: ConfigSource) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
+/// SIGINT and SIGTERM, installed once.
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> anyhow::Result<Self> {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
+        Ok(Signals {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+
+    async fn next(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
     }
 }

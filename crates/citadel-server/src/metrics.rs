@@ -79,6 +79,10 @@ reasons!(
         Shutdown => "shutdown",
         /// A transport error.
         TransportError => "transport_error",
+        /// The session was revoked (logout, account disabled).
+        SessionRevoked => "session_revoked",
+        /// A newer connection of the same account replaced it.
+        Replaced => "replaced",
     }
 );
 
@@ -101,6 +105,8 @@ impl CloseReason {
             CloseReason::ServerFull => (1013, "server full, try again later"),
             CloseReason::Shutdown => (1001, "server shutting down"),
             CloseReason::TransportError => (1011, "transport error"),
+            CloseReason::SessionRevoked => (1008, "session revoked"),
+            CloseReason::Replaced => (1008, "replaced by a newer connection of this account"),
         }
     }
 }
@@ -146,7 +152,7 @@ pub struct Metrics {
     /// HTTP requests served.
     pub http_requests: AtomicU64,
     drops: [AtomicU64; 12],
-    closes: [AtomicU64; 11],
+    closes: [AtomicU64; 13],
 }
 
 fn index_of<T: PartialEq>(all: &[T], item: &T) -> usize {

@@ -23,6 +23,10 @@ use crate::gateway::handshake::{RejectAllTokens, SessionValidator};
 use crate::metrics::Metrics;
 use crate::realm::{DefaultRoomPolicy, Realm, RoomPolicy};
 use crate::rpc::{RpcHandler, RpcRegistry};
+use crate::services::AccountService;
+use crate::services::accounts::StoreSessionValidator;
+use crate::services::live::LiveSessions;
+use crate::store::{PoolSettings, SqlStore, Store};
 
 /// State shared by every task of a node.
 pub struct NodeShared {
@@ -36,6 +40,10 @@ pub struct NodeShared {
     pub rpc: RpcRegistry,
     /// Session-token validation.
     pub validator: Arc<dyn SessionValidator>,
+    /// Accounts and sessions.
+    pub accounts: Arc<AccountService>,
+    /// Live authenticated connections by session (revocation).
+    pub live: Arc<LiveSessions>,
     /// Cancelled when the node shuts down.
     pub shutdown: CancellationToken,
     /// Connection and RPC tasks.
@@ -65,18 +73,20 @@ impl NodeShared {
 /// Configures a node before it starts.
 pub struct NodeBuilder {
     config: Config,
-    validator: Arc<dyn SessionValidator>,
+    validator: Option<Arc<dyn SessionValidator>>,
+    store: Option<Arc<dyn Store>>,
     policy: Option<Arc<dyn RoomPolicy>>,
     rpc: RpcRegistry,
 }
 
 impl NodeBuilder {
-    /// Starts from a validated config with the built-in policy and a
-    /// validator that rejects every token.
+    /// Starts from a validated config with the built-in policy; tokens are
+    /// validated against the configured database.
     pub fn new(config: Config) -> Self {
         NodeBuilder {
             config,
-            validator: Arc::new(RejectAllTokens),
+            validator: None,
+            store: None,
             policy: None,
             rpc: RpcRegistry::default(),
         }
@@ -84,7 +94,18 @@ impl NodeBuilder {
 
     /// Replaces the session validator.
     pub fn session_validator(mut self, validator: Arc<dyn SessionValidator>) -> Self {
-        self.validator = validator;
+        self.validator = Some(validator);
+        self
+    }
+
+    /// Refuses every realtime token (no account store consulted).
+    pub fn reject_all_tokens(self) -> Self {
+        self.session_validator(Arc::new(RejectAllTokens))
+    }
+
+    /// Uses an already connected store instead of `[database]`.
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
         self
     }
 
@@ -110,6 +131,20 @@ impl NodeBuilder {
         let policy = self.policy.unwrap_or_else(|| {
             Arc::new(DefaultRoomPolicy {
                 default_max_players: config.rooms.default_max_players,
+            })
+        });
+        let store: Arc<dyn Store> = match self.store {
+            Some(store) => store,
+            None => Arc::new(connect_store(&config).await?),
+        };
+        let accounts = Arc::new(AccountService::new(
+            store,
+            config.authentication.clone(),
+            config.server.node_id.clone(),
+        ));
+        let validator = self.validator.unwrap_or_else(|| {
+            Arc::new(StoreSessionValidator {
+                accounts: accounts.clone(),
             })
         });
         let http_listener = TcpListener::bind(config.http_addr()?)
@@ -141,7 +176,9 @@ impl NodeBuilder {
             metrics: Arc::new(Metrics::default()),
             realm: Realm::new(config.rooms.clone(), policy),
             rpc: self.rpc,
-            validator: self.validator,
+            validator,
+            accounts,
+            live: Arc::new(LiveSessions::default()),
             shutdown: CancellationToken::new(),
             tasks: TaskTracker::new(),
             connection_slots: Arc::new(Semaphore::new(config.transport.limits.max_connections)),
@@ -150,6 +187,9 @@ impl NodeBuilder {
             config,
         });
         let http_addr = http_listener.local_addr()?;
+        shared
+            .tasks
+            .spawn(crate::services::revocation::run_poller(shared.clone()));
         let http = tokio::spawn(crate::http::serve(http_listener, shared.clone()));
         let ws_addr = match ws_listener {
             Some(listener) => {
@@ -168,6 +208,17 @@ impl NodeBuilder {
             http,
         })
     }
+}
+
+/// Connects the configured database and applies its migrations.
+pub async fn connect_store(config: &Config) -> anyhow::Result<SqlStore> {
+    let settings = PoolSettings {
+        max_connections: config.database.max_connections,
+        acquire_timeout: Duration::from_millis(config.database.acquire_timeout_ms),
+    };
+    SqlStore::connect(&config.database.url, &settings)
+        .await
+        .map_err(|e| anyhow::anyhow!("database: {e}"))
 }
 
 /// A serving node.

@@ -149,7 +149,10 @@ fn check_names_the_bad_key_and_version_prints() {
 async fn serve_prints_a_banner_and_exits_cleanly_on_sigterm() {
     let config = temp_file(
         "serve.toml",
-        "[http]\nbind = \"127.0.0.1:0\"\n[transport.websocket]\nbind = \"127.0.0.1:0\"\n[shutdown]\ngrace_ms = 500\n",
+        &format!(
+            "[http]\nbind = \"127.0.0.1:0\"\n[transport.websocket]\nbind = \"127.0.0.1:0\"\n[shutdown]\ngrace_ms = 500\n[database]\nurl = \"{}\"\n",
+            temp_sqlite_url()
+        ),
     );
     let mut child = citadel()
         .args(["serve", "--config"])
@@ -177,7 +180,19 @@ async fn serve_prints_a_banner_and_exits_cleanly_on_sigterm() {
         .status()
         .unwrap();
     assert!(status.success());
-    let (code, _) = closed(&mut client).await.expect("close frame");
+    let mut seen = Vec::new();
+    loop {
+        match tokio::time::timeout(STEP, client.recv()).await {
+            Ok(Ok(Some(env))) => seen.push(format!("env {}", env.kind)),
+            other => {
+                seen.push(format!("{other:?}"));
+                break;
+            }
+        }
+    }
+    let (code, _) = client
+        .close_reason()
+        .unwrap_or_else(|| panic!("no close frame: {seen:?}"));
     assert_eq!(code, 1001);
     let exit = tokio::task::spawn_blocking(move || child.wait().unwrap())
         .await

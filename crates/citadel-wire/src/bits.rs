@@ -13,12 +13,15 @@
 use crate::error::DecodeError;
 
 /// Appends bit fields to a byte buffer, most significant bit first.
+///
+/// Bits collect in a left-aligned 64-bit accumulator and move to the buffer
+/// a whole byte run at a time.
 #[derive(Debug, Default, Clone)]
 pub struct BitWriter {
     bytes: Vec<u8>,
-    /// Pending bits not yet forming a whole byte (low `pending_bits` bits).
-    pending: u64,
-    pending_bits: u32,
+    /// Pending bits, left-aligned: the top `used` bits are valid.
+    acc: u64,
+    used: u32,
 }
 
 impl BitWriter {
@@ -31,8 +34,8 @@ impl BitWriter {
     pub fn with_capacity(bytes: usize) -> Self {
         BitWriter {
             bytes: Vec::with_capacity(bytes),
-            pending: 0,
-            pending_bits: 0,
+            acc: 0,
+            used: 0,
         }
     }
 
@@ -43,12 +46,6 @@ impl BitWriter {
         if bits == 0 {
             return;
         }
-        let value = if bits == 64 {
-            value
-        } else {
-            value & ((1u64 << bits) - 1)
-        };
-        // Split so the pending accumulator (< 8 bits) never overflows 64 bits.
         if bits > 32 {
             self.push_chunk(value >> 32, bits - 32);
             self.push_chunk(value & 0xFFFF_FFFF, 32);
@@ -57,14 +54,24 @@ impl BitWriter {
         }
     }
 
+    /// Appends `bits` (1..=32) low bits of `value`.
+    #[inline]
     fn push_chunk(&mut self, value: u64, bits: u32) {
-        self.pending = (self.pending << bits) | value;
-        self.pending_bits += bits;
-        while self.pending_bits >= 8 {
-            self.pending_bits -= 8;
-            self.bytes.push((self.pending >> self.pending_bits) as u8);
+        if self.used + bits > 64 {
+            self.flush_whole_bytes();
         }
-        self.pending &= (1u64 << self.pending_bits) - 1;
+        let value = value & ((1u64 << bits) - 1);
+        self.acc |= value << (64 - self.used - bits);
+        self.used += bits;
+    }
+
+    #[inline]
+    fn flush_whole_bytes(&mut self) {
+        let whole = (self.used / 8) as usize;
+        let be = self.acc.to_be_bytes();
+        self.bytes.extend_from_slice(&be[..whole]);
+        self.acc = if whole >= 8 { 0 } else { self.acc << (whole * 8) };
+        self.used -= (whole * 8) as u32;
     }
 
     /// Writes one bit.
@@ -74,26 +81,25 @@ impl BitWriter {
 
     /// Writes whole bytes as 8-bit fields.
     pub fn write_bytes(&mut self, bytes: &[u8]) {
-        if self.pending_bits == 0 {
+        if self.used == 0 {
             self.bytes.extend_from_slice(bytes);
         } else {
             for &b in bytes {
-                self.write_bits(u64::from(b), 8);
+                self.push_chunk(u64::from(b), 8);
             }
         }
     }
 
     /// Bits written so far.
     pub fn bit_len(&self) -> usize {
-        self.bytes.len() * 8 + self.pending_bits as usize
+        self.bytes.len() * 8 + self.used as usize
     }
 
     /// Finishes with zero padding to a byte boundary.
     pub fn into_bytes(mut self) -> Vec<u8> {
-        if self.pending_bits > 0 {
-            let pad = 8 - self.pending_bits;
-            self.bytes.push((self.pending << pad) as u8);
-        }
+        let tail = self.used.div_ceil(8) as usize;
+        let be = self.acc.to_be_bytes();
+        self.bytes.extend_from_slice(&be[..tail]);
         self.bytes
     }
 }
@@ -121,30 +127,40 @@ impl<'a> BitReader<'a> {
         self.pos
     }
 
+    /// The 8 bytes starting at byte `index`, zero-padded past the end.
+    #[inline]
+    fn window(&self, index: usize) -> u64 {
+        let mut buf = [0u8; 8];
+        if let Some(rest) = self.data.get(index..) {
+            let take = rest.len().min(8);
+            if let (Some(dst), Some(src)) = (buf.get_mut(..take), rest.get(..take)) {
+                dst.copy_from_slice(src);
+            }
+        }
+        u64::from_be_bytes(buf)
+    }
+
     /// Reads `bits` bits (0..=64) as an unsigned value. Fails with
     /// [`DecodeError::Truncated`] without moving if too few bits remain.
     pub fn read_bits(&mut self, bits: u32) -> Result<u64, DecodeError> {
         if bits > 64 {
             return Err(DecodeError::InvalidValue("bit width above 64"));
         }
-        let mut need = bits as usize;
-        if need > self.remaining_bits() {
+        if bits as usize > self.remaining_bits() {
             return Err(DecodeError::Truncated);
         }
-        let mut pos = self.pos;
-        let mut value: u64 = 0;
-        while need > 0 {
-            let byte = *self.data.get(pos / 8).ok_or(DecodeError::Truncated)?;
-            let offset = pos % 8;
-            let available = 8 - offset;
-            let take = available.min(need);
-            let chunk = (u64::from(byte) >> (available - take)) & ((1u64 << take) - 1);
-            value = (value << take) | chunk;
-            need -= take;
-            pos += take;
+        if bits == 0 {
+            return Ok(0);
         }
-        self.pos = pos;
-        Ok(value)
+        if bits > 56 {
+            let high = self.read_bits(bits - 32)?;
+            let low = self.read_bits(32)?;
+            return Ok((high << 32) | low);
+        }
+        let offset = (self.pos % 8) as u32;
+        let window = self.window(self.pos / 8);
+        self.pos += bits as usize;
+        Ok((window << offset) >> (64 - bits))
     }
 
     /// Reads one bit.
@@ -164,9 +180,7 @@ impl<'a> BitReader<'a> {
 
     /// Reads `n` whole bytes as 8-bit fields (checked before allocating).
     pub fn read_bytes(&mut self, n: usize) -> Result<Vec<u8>, DecodeError> {
-        if n.checked_mul(8)
-            .is_none_or(|bits| bits > self.remaining_bits())
-        {
+        if n.checked_mul(8).is_none_or(|bits| bits > self.remaining_bits()) {
             return Err(DecodeError::Truncated);
         }
         if self.pos.is_multiple_of(8) {

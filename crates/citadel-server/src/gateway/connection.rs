@@ -159,6 +159,15 @@ impl Connection {
                     identity.user_id().map(str::to_owned),
                     self.outbound.clone(),
                 );
+                if let Identity::Authenticated(session) = &identity {
+                    shared.live.register(
+                        &session.session_id,
+                        &session.user_id,
+                        participant_id,
+                        self.outbound.clone(),
+                        shared.config.transport.auth.single_connection_per_user,
+                    );
+                }
                 tracing::debug!(
                     participant_id,
                     guest = identity.user_id().is_none(),
@@ -344,6 +353,11 @@ impl Connection {
     /// Removes the participant from the realm (idempotent).
     pub fn handle_disconnect(&mut self) {
         if let Phase::Live(live) = &self.phase {
+            if let Identity::Authenticated(session) = &live.identity {
+                self.shared
+                    .live
+                    .unregister(&session.session_id, live.participant_id);
+            }
             self.shared.realm.unregister(live.participant_id);
             self.shared
                 .metrics

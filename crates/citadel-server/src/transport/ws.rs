@@ -30,6 +30,9 @@ use crate::node::NodeShared;
 type Sink = SplitSink<WebSocketStream<TcpStream>, Message>;
 type Stream = SplitStream<WebSocketStream<TcpStream>>;
 
+/// How long a closing connection waits for the peer's close reply.
+const CLOSE_LINGER: Duration = Duration::from_secs(1);
+
 /// Accepts WebSocket connections until shutdown.
 pub async fn serve(listener: TcpListener, shared: Arc<NodeShared>) {
     loop {
@@ -117,15 +120,26 @@ async fn handle_socket(stream: TcpStream, peer: SocketAddr, shared: Arc<NodeShar
         },
         shared.metrics.clone(),
     );
-    let (sink, stream) = ws.split();
+    let (sink, mut stream) = ws.split();
     let writer = tokio::spawn(run_writer(sink, outbound.clone(), shared.clone()));
     let mut connection = Connection::new(shared.clone(), outbound.clone());
-    let reason = run_reader(stream, &mut connection, &outbound, &shared).await;
+    let reason = run_reader(&mut stream, &mut connection, &outbound, &shared).await;
     connection.handle_disconnect();
     outbound.close(reason);
-    // The writer flushes what is queued (bounded by the abort token, which
-    // the reader's grace handling or a slow client trips).
+    // The writer flushes what is queued and sends the close frame (bounded
+    // by the abort token, which the grace handling or a slow client trips).
     let _ = writer.await;
+    // Keep reading until the peer answers the close (or a short linger
+    // ends): dropping a socket with unread input turns the close into a
+    // reset, and the peer would lose the close frame and anything before it.
+    let _ = tokio::time::timeout(CLOSE_LINGER, async {
+        while let Some(Ok(message)) = stream.next().await {
+            if matches!(message, Message::Close(_)) {
+                break;
+            }
+        }
+    })
+    .await;
     let final_reason = outbound.close_reason().unwrap_or(reason);
     shared.metrics.closed(final_reason);
     shared
@@ -137,7 +151,7 @@ async fn handle_socket(stream: TcpStream, peer: SocketAddr, shared: Arc<NodeShar
 
 /// Reads until the client leaves or the connection must close; returns why.
 async fn run_reader(
-    mut stream: Stream,
+    stream: &mut Stream,
     connection: &mut Connection,
     outbound: &Outbound,
     shared: &Arc<NodeShared>,

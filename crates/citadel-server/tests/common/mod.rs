@@ -12,10 +12,22 @@ use citadel_server::{NodeBuilder, RunningNode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Generous bound for any single await in a test (never a performance bound).
+pub mod backends;
+
 pub const STEP: Duration = Duration::from_secs(10);
+
+/// A fresh SQLite file path for one test.
+pub fn temp_sqlite_url() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("citadel-test-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    format!("sqlite://{}/db-{n}.sqlite", dir.display())
+}
 
 pub fn test_config() -> Config {
     let mut config = Config::default();
+    config.database.url = temp_sqlite_url();
     config.http.bind = "127.0.0.1:0".into();
     config.transport.websocket.bind = "127.0.0.1:0".into();
     config.shutdown.grace_ms = 1_000;
@@ -108,10 +120,53 @@ pub async fn join(client: &mut WsClient, name: &str) -> citadel_client::wire::ro
 
 /// Minimal HTTP/1.1 GET against the node; returns (status, body).
 pub async fn http_get(node: &RunningNode, path: &str) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(node.http_addr)
+    let r = http(node.http_addr, "GET", path, None, None).await;
+    (r.status, r.body)
+}
+
+/// A response from [`http`].
+#[derive(Debug, Clone)]
+pub struct HttpResponse {
+    pub status: u16,
+    pub headers: String,
+    pub body: String,
+}
+
+impl HttpResponse {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_owned())
+        })
+    }
+}
+
+/// Minimal HTTP/1.1 request with an optional bearer token and body.
+pub async fn http(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    bearer: Option<&str>,
+    body: Option<&str>,
+) -> HttpResponse {
+    let mut stream = tokio::net::TcpStream::connect(addr)
         .await
         .expect("http connect");
-    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    let mut request =
+        format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+    if let Some(token) = bearer {
+        request.push_str(&format!("Authorization: Bearer {token}\r\n"));
+    }
+    let body = body.unwrap_or("");
+    request.push_str(&format!(
+        "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    ));
     stream.write_all(request.as_bytes()).await.expect("write");
     let mut raw = Vec::new();
     tokio::time::timeout(STEP, stream.read_to_end(&mut raw))
@@ -124,11 +179,18 @@ pub async fn http_get(node: &RunningNode, path: &str) -> (u16, String) {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    let body = text
+    let (headers, body) = text
         .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
+        .map(|(h, b)| (h.to_owned(), b.to_owned()))
         .unwrap_or_default();
-    (status, dechunk(&body))
+    let chunked = headers
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    HttpResponse {
+        status,
+        headers,
+        body: if chunked { dechunk(&body) } else { body },
+    }
 }
 
 fn dechunk(body: &str) -> String {

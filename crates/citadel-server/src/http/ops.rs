@@ -1,8 +1,6 @@
-//! The HTTP listener: `/health` (liveness), `/status` (JSON snapshot of the
-//! node) and `/metrics` (Prometheus text).
-//!
-//! What it is not: the auth and account routes arrive with the accounts
-//! service. Every response counts toward `http_requests_total`.
+//! Operations endpoints: `/health` (liveness), `/status` (JSON snapshot of
+//! the node) and `/metrics` (Prometheus text). No authentication; they never
+//! expose host resources or secrets.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -13,30 +11,15 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::get;
 use serde_json::json;
-use tokio::net::TcpListener;
 
 use crate::node::NodeShared;
 
-/// Serves HTTP until shutdown.
-pub async fn serve(listener: TcpListener, shared: Arc<NodeShared>) {
-    let shutdown = shared.shutdown.clone();
-    let app = router(shared);
-    if let Err(err) = axum::serve(listener, app)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
-    {
-        tracing::error!(error = %err, "HTTP server failed");
-    }
-}
-
-/// The routes.
-pub fn router(shared: Arc<NodeShared>) -> Router {
+/// The operations routes.
+pub fn routes() -> Router<Arc<NodeShared>> {
     Router::new()
         .route("/health", get(health))
         .route("/status", get(status))
         .route("/metrics", get(metrics))
-        .fallback(not_found)
-        .with_state(shared)
 }
 
 async fn health(State(shared): State<Arc<NodeShared>>) -> Json<serde_json::Value> {
@@ -58,6 +41,7 @@ async fn status(State(shared): State<Arc<NodeShared>>) -> Json<serde_json::Value
         "node_id": shared.config.server.node_id,
         "version": env!("CARGO_PKG_VERSION"),
         "uptime_seconds": shared.started.elapsed().as_secs(),
+        "backend": shared.accounts.store().backend(),
         "transports": {
             "websocket": { "enabled": cfg.websocket.enabled, "bind": cfg.websocket.bind },
             "quic": { "enabled": false, "bind": cfg.quic.bind },
@@ -91,7 +75,8 @@ async fn metrics(State(shared): State<Arc<NodeShared>>) -> Response {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
 }
 
-async fn not_found() -> Response {
+/// 404 with the standard error body.
+pub async fn not_found() -> Response {
     (
         StatusCode::NOT_FOUND,
         Json(json!({"code": "not_found", "message": "no such route"})),

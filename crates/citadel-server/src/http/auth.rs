@@ -1,0 +1,309 @@
+//! Player API: sign-in (device, custom, email), profile, lookup, session
+//! refresh and logout (services.md §2). Bodies are JSON objects of at most
+//! 16 KiB; unknown fields are rejected; errors use the `{code, message}`
+//! body. Tokens and passwords never reach logs or error bodies.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, FromRequest, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Json, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use super::{ApiError, MAX_BODY_BYTES};
+use crate::node::NodeShared;
+use crate::services::accounts::SignIn;
+use crate::store::{AccountRecord, AccountUpdate, CredentialKind};
+
+/// The player routes.
+pub fn routes() -> Router<Arc<NodeShared>> {
+    Router::new()
+        .route("/v1/auth/device", post(device))
+        .route("/v1/auth/custom", post(custom))
+        .route("/v1/auth/email", post(email))
+        .route("/v1/account", get(get_account).patch(patch_account))
+        .route("/v1/users/lookup", post(lookup))
+        .route("/v1/session/refresh", post(refresh))
+        .route("/v1/session/logout", post(logout))
+}
+
+/// A JSON body of at most [`MAX_BODY_BYTES`], unknown fields rejected by the
+/// target type.
+struct JsonBody<T>(T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES)
+            .await
+            .map_err(|_| ApiError::invalid("request body too large or unreadable"))?;
+        parse(&bytes).map(JsonBody)
+    }
+}
+
+fn parse<T: DeserializeOwned>(bytes: &Bytes) -> Result<T, ApiError> {
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|_| ApiError::invalid("body must be valid JSON"))?;
+    if !value.is_object() {
+        return Err(ApiError::invalid("body must be a JSON object"));
+    }
+    // Field-level messages name the field, never its value.
+    serde_json::from_slice(bytes).map_err(|e| ApiError::invalid(field_message(&e)))
+}
+
+fn field_message(err: &serde_json::Error) -> String {
+    let text = err.to_string();
+    for marker in ["unknown field `", "missing field `", "duplicate field `"] {
+        if let Some(rest) = text.split(marker).nth(1)
+            && let Some(name) = rest.split('`').next()
+        {
+            return format!("{marker}{name}`");
+        }
+    }
+    "a field has the wrong type".into()
+}
+
+fn count(shared: &NodeShared) {
+    shared.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The bearer token, if the header is present and well-formed.
+fn bearer(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get(header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    let text = value.to_str().map_err(|_| ApiError::unauthenticated())?;
+    let token = text
+        .strip_prefix("Bearer ")
+        .or_else(|| text.strip_prefix("bearer "))
+        .ok_or_else(ApiError::unauthenticated)?;
+    Ok(Some(token.trim().to_owned()))
+}
+
+fn require_bearer(headers: &HeaderMap) -> Result<String, ApiError> {
+    bearer(headers)?.ok_or_else(ApiError::unauthenticated)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IdRequest {
+    id: String,
+    #[serde(default)]
+    create: bool,
+    username: Option<String>,
+    display_name: Option<String>,
+    metadata: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EmailRequest {
+    email: String,
+    password: String,
+    #[serde(default)]
+    create: bool,
+    username: Option<String>,
+    display_name: Option<String>,
+    metadata: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+fn metadata_text(m: Option<serde_json::Map<String, serde_json::Value>>) -> Option<String> {
+    m.map(|m| serde_json::Value::Object(m).to_string())
+}
+
+fn signed_in(pair: crate::services::TokenPair) -> Response {
+    let status = if pair.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    (status, Json(pair)).into_response()
+}
+
+async fn sign_in_with_id(
+    shared: Arc<NodeShared>,
+    kind: CredentialKind,
+    peer: SocketAddr,
+    req: IdRequest,
+) -> Result<Response, ApiError> {
+    count(&shared);
+    let req = SignIn {
+        id: req.id,
+        password: None,
+        create: req.create,
+        username: req.username,
+        display_name: req.display_name,
+        metadata: metadata_text(req.metadata),
+    };
+    Ok(signed_in(
+        shared
+            .accounts
+            .sign_in_with_id(kind, req, peer.ip())
+            .await?,
+    ))
+}
+
+async fn device(
+    State(shared): State<Arc<NodeShared>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    JsonBody(req): JsonBody<IdRequest>,
+) -> Result<Response, ApiError> {
+    sign_in_with_id(shared, CredentialKind::Device, peer, req).await
+}
+
+async fn custom(
+    State(shared): State<Arc<NodeShared>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    JsonBody(req): JsonBody<IdRequest>,
+) -> Result<Response, ApiError> {
+    sign_in_with_id(shared, CredentialKind::Custom, peer, req).await
+}
+
+async fn email(
+    State(shared): State<Arc<NodeShared>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    JsonBody(req): JsonBody<EmailRequest>,
+) -> Result<Response, ApiError> {
+    count(&shared);
+    let req = SignIn {
+        id: req.email,
+        password: Some(req.password),
+        create: req.create,
+        username: req.username,
+        display_name: req.display_name,
+        metadata: metadata_text(req.metadata),
+    };
+    Ok(signed_in(
+        shared.accounts.sign_in_with_email(req, peer.ip()).await?,
+    ))
+}
+
+fn profile(a: &AccountRecord) -> serde_json::Value {
+    let mut v = json!({"user_id": a.user_id, "username": a.username});
+    if let (Some(name), Some(obj)) = (&a.display_name, v.as_object_mut()) {
+        obj.insert("display_name".into(), json!(name));
+    }
+    v
+}
+
+async fn get_account(
+    State(shared): State<Arc<NodeShared>>,
+    headers: HeaderMap,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    count(&shared);
+    let token = require_bearer(&headers)?;
+    Ok(Json(profile(&shared.accounts.account(&token).await?)))
+}
+
+/// `display_name`: absent = unchanged, `null` = clear, string = set.
+fn double_option<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Option<String>>, D::Error> {
+    Ok(Some(Option::deserialize(d)?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PatchRequest {
+    username: Option<String>,
+    #[serde(default, deserialize_with = "double_option")]
+    display_name: Option<Option<String>>,
+}
+
+async fn patch_account(
+    State(shared): State<Arc<NodeShared>>,
+    headers: HeaderMap,
+    JsonBody(req): JsonBody<PatchRequest>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    count(&shared);
+    let token = require_bearer(&headers)?;
+    let update = AccountUpdate {
+        username: req.username,
+        display_name: req.display_name,
+    };
+    Ok(Json(profile(
+        &shared.accounts.update_account(&token, update).await?,
+    )))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LookupRequest {
+    #[serde(default)]
+    user_ids: Vec<String>,
+    #[serde(default)]
+    usernames: Vec<String>,
+}
+
+async fn lookup(
+    State(shared): State<Arc<NodeShared>>,
+    headers: HeaderMap,
+    JsonBody(req): JsonBody<LookupRequest>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    count(&shared);
+    let token = require_bearer(&headers)?;
+    let users = shared
+        .accounts
+        .lookup(&token, req.user_ids, req.usernames)
+        .await?;
+    Ok(Json(
+        json!({"users": users.iter().map(profile).collect::<Vec<_>>()}),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RefreshRequest {
+    refresh_token: String,
+}
+
+async fn refresh(
+    State(shared): State<Arc<NodeShared>>,
+    JsonBody(req): JsonBody<RefreshRequest>,
+) -> Result<Response, ApiError> {
+    count(&shared);
+    let pair = shared.accounts.refresh(&req.refresh_token).await?;
+    Ok((StatusCode::OK, Json(pair)).into_response())
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct LogoutRequest {
+    refresh_token: Option<String>,
+}
+
+async fn logout(
+    State(shared): State<Arc<NodeShared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<StatusCode, ApiError> {
+    count(&shared);
+    if body.len() > MAX_BODY_BYTES {
+        return Err(ApiError::invalid("request body too large"));
+    }
+    let req: LogoutRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        LogoutRequest::default()
+    } else {
+        parse(&body)?
+    };
+    let access = bearer(&headers)?;
+    if access.is_none() && req.refresh_token.is_none() {
+        return Err(ApiError::unauthenticated());
+    }
+    if let Some(session_id) = shared
+        .accounts
+        .logout(access.as_deref(), req.refresh_token.as_deref())
+        .await?
+    {
+        shared.live.close_session(&session_id);
+    }
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,43 @@
+//! The HTTP listener: operations endpoints (`ops`) and the player API for
+//! accounts and sessions (`auth`), with one error type mapped to the
+//! `{code, message}` body in one place (`error`).
+//!
+//! What it is not: no realtime traffic (that is the WebSocket listener).
+//! Every request counts toward `http_requests_total`.
+
+mod auth;
+mod error;
+mod ops;
+
+pub use error::ApiError;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use tokio::net::TcpListener;
+
+use crate::node::NodeShared;
+
+/// Largest request body accepted by the player routes.
+pub const MAX_BODY_BYTES: usize = 16 * 1024;
+
+/// Serves HTTP until shutdown.
+pub async fn serve(listener: TcpListener, shared: Arc<NodeShared>) {
+    let shutdown = shared.shutdown.clone();
+    let app = router(shared).into_make_service_with_connect_info::<SocketAddr>();
+    if let Err(err) = axum::serve(listener, app)
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+    {
+        tracing::error!(error = %err, "HTTP server failed");
+    }
+}
+
+/// All routes.
+pub fn router(shared: Arc<NodeShared>) -> Router {
+    ops::routes()
+        .merge(auth::routes())
+        .fallback(ops::not_found)
+        .with_state(shared)
+}

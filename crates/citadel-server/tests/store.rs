@@ -1,0 +1,270 @@
+//! The storage suite, run identically against SQLite and PostgreSQL.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use citadel_server::store::{
+    AccountStore, AccountUpdate, CredentialKind, NewAccount, PoolSettings, RateCharge, SqlStore,
+    Store, StoreError, TokenHashes,
+};
+use common::backends;
+
+fn settings() -> PoolSettings {
+    PoolSettings {
+        max_connections: 4,
+        acquire_timeout: Duration::from_secs(5),
+    }
+}
+
+fn new_account(id: &str, username: &str, credential: &str) -> NewAccount {
+    NewAccount {
+        user_id: id.into(),
+        username: username.into(),
+        display_name: None,
+        metadata: "{}".into(),
+        kind: CredentialKind::Device,
+        credential: credential.into(),
+        secret: None,
+        now: 1_000,
+    }
+}
+
+fn hashes(tag: &str, now: i64) -> TokenHashes {
+    TokenHashes {
+        access_hash: format!("a-{tag}"),
+        refresh_hash: format!("r-{tag}"),
+        access_expires_at: now + 1_000,
+        refresh_expires_at: now + 10_000,
+    }
+}
+
+async fn suite(store: Arc<dyn Store>) {
+    // Accounts and credentials.
+    let a = store
+        .create_account(new_account("u1", "alice", "dev-a"))
+        .await
+        .unwrap();
+    assert_eq!(a.username, "alice");
+    assert!(matches!(
+        store
+            .create_account(new_account("u2", "alice", "dev-b"))
+            .await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert!(matches!(
+        store
+            .create_account(new_account("u3", "other", "dev-a"))
+            .await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert!(
+        store.account("u2").await.unwrap().is_none(),
+        "a failed create leaves nothing behind"
+    );
+    let (found, secret) = store
+        .find_by_credential(CredentialKind::Device, "dev-a")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((found.user_id.as_str(), secret), ("u1", None));
+    assert!(
+        store
+            .find_by_credential(CredentialKind::Custom, "dev-a")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    store
+        .create_account(new_account("u4", "bob", "dev-c"))
+        .await
+        .unwrap();
+    let update = AccountUpdate {
+        username: Some("bob".into()),
+        display_name: None,
+    };
+    assert!(matches!(
+        store.update_account("u1", update, 2_000).await,
+        Err(StoreError::Conflict(_))
+    ));
+    let update = AccountUpdate {
+        username: None,
+        display_name: Some(Some("Al".into())),
+    };
+    assert_eq!(
+        store
+            .update_account("u1", update, 2_000)
+            .await
+            .unwrap()
+            .unwrap()
+            .display_name
+            .as_deref(),
+        Some("Al")
+    );
+    let found = store
+        .lookup(
+            vec!["u1".into(), "nobody".into()],
+            vec!["bob".into(), "alice".into()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 2);
+    // Sessions: lookup, rotation kills the old refresh, revocation, disable.
+    store
+        .create_session("s1", "u1", hashes("1", 5_000), "node", 5_000)
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .session_by_access("a-1", 5_500)
+            .await
+            .unwrap()
+            .unwrap()
+            .session_id,
+        "s1"
+    );
+    assert!(
+        store
+            .session_by_access("a-1", 6_001)
+            .await
+            .unwrap()
+            .is_none(),
+        "expired access"
+    );
+    let rotated = store
+        .rotate("r-1", hashes("2", 6_000), 6_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rotated.session_id, "s1");
+    assert!(
+        store
+            .rotate("r-1", hashes("3", 6_000), 6_000)
+            .await
+            .unwrap()
+            .is_none(),
+        "replay dies"
+    );
+    assert!(
+        store
+            .session_by_access("a-1", 6_000)
+            .await
+            .unwrap()
+            .is_none(),
+        "old access replaced"
+    );
+    assert!(
+        store
+            .session_by_access("a-2", 6_000)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(
+        store
+            .session_id_by_hash(Some("a-2"), Some("r-2"))
+            .await
+            .unwrap(),
+        (Some("s1".into()), Some("s1".into()))
+    );
+    store
+        .create_session("s2", "u4", hashes("b", 6_000), "node", 6_000)
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .invalid_sessions(vec!["s1".into(), "s2".into(), "ghost".into()], 6_000)
+            .await
+            .unwrap(),
+        vec!["ghost".to_string()]
+    );
+    assert!(store.revoke("s1", "logout", 7_000).await.unwrap());
+    assert!(
+        !store.revoke("s1", "logout", 7_000).await.unwrap(),
+        "idempotent"
+    );
+    assert!(
+        store
+            .session_by_access("a-2", 7_000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(store.set_disabled("u4", true, 7_000).await.unwrap());
+    assert!(
+        store
+            .session_by_access("a-b", 6_500)
+            .await
+            .unwrap()
+            .is_none(),
+        "disabled account"
+    );
+    let mut invalid = store
+        .invalid_sessions(vec!["s1".into(), "s2".into()], 7_000)
+        .await
+        .unwrap();
+    invalid.sort();
+    assert_eq!(invalid, vec!["s1".to_string(), "s2".to_string()]);
+    // Rate limits: all-or-nothing charging.
+    let charge = |key: &str, limit| RateCharge {
+        key_hash: key.into(),
+        window_start: 60_000,
+        limit,
+    };
+    assert!(
+        store
+            .charge_all(vec![charge("k1", 2), charge("k2", 1)])
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .charge_all(vec![charge("k1", 2), charge("k2", 1)])
+            .await
+            .unwrap(),
+        "k2 is spent"
+    );
+    assert!(
+        store.charge_all(vec![charge("k1", 2)]).await.unwrap(),
+        "the refused plan consumed nothing from k1"
+    );
+    assert!(!store.charge_all(vec![charge("k1", 2)]).await.unwrap());
+    let next_window = RateCharge {
+        key_hash: "k1".into(),
+        window_start: 120_000,
+        limit: 2,
+    };
+    assert!(
+        store.charge_all(vec![next_window]).await.unwrap(),
+        "a new window starts fresh"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_storage_suite_passes_on_every_backend() {
+    let mut ran = Vec::new();
+    for backend in backends::all().await {
+        let store = SqlStore::connect(&backend.url, &settings()).await.unwrap();
+        assert_eq!(store.backend(), backend.name);
+        suite(Arc::new(store.clone())).await;
+        store.close().await;
+        // Migrations are idempotent: reconnecting re-applies nothing.
+        let again = SqlStore::connect(&backend.url, &settings()).await.unwrap();
+        assert!(again.account("u1").await.unwrap().is_some());
+        again.close().await;
+        ran.push(backend.name);
+    }
+    eprintln!("storage suite ran on: {ran:?}");
+}
+
+#[tokio::test]
+async fn an_unreachable_database_is_a_clear_error_without_the_url() {
+    let url = "postgres://user:hunter2-secret@127.0.0.1:1/db";
+    let err = SqlStore::connect(url, &settings())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(!err.contains("hunter2"), "{err}");
+    assert!(err.contains("PostgreSQL"), "{err}");
+}
