@@ -1,7 +1,7 @@
 //! `citadel-load`: Citadel's load generator and benchmark reporter.
 //!
 //! What it is: `citadel-load run SCENARIO.toml [--target citadel|colyseus|raw]
-//! [--json OUT]` starts (or attaches to) the target, drives the scenario's
+//! [--json OUT] [--auth guest|device] [--set KEY=VALUE]` starts (or attaches to) the target, drives the scenario's
 //! bots over WebSocket, prints a progress line on stderr and a summary table
 //! on stdout; `citadel-load compare --citadel A.json [--colyseus B.json]
 //! [--raw C.json]` prints one side-by-side table with ratios. What it is
@@ -86,6 +86,14 @@ struct RunArgs {
     /// pid of the attached server, for CPU/RSS sampling.
     #[arg(long)]
     server_pid: Option<u32>,
+    /// HTTP API of an attached Citadel (http://127.0.0.1:PORT), for
+    /// `--auth device`.
+    #[arg(long)]
+    http_url: Option<String>,
+    /// How bots authenticate: `guest`, or `device` (one device account per
+    /// bot, registered over the HTTP API; citadel target only).
+    #[arg(long, value_enum, default_value = "guest")]
+    auth: AuthArg,
     /// Server binary (default: `citadel` / `raw-relay` next to this tool).
     #[arg(long)]
     server_bin: Option<PathBuf>,
@@ -103,6 +111,12 @@ struct RunArgs {
     /// `Report::check`).
     #[arg(long)]
     check: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum AuthArg {
+    Guest,
+    Device,
 }
 
 fn main() -> ExitCode {
@@ -158,9 +172,13 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
     if args.target == TargetKind::Colyseus && matches!(scenario, Scenario::RpcEcho(_)) {
         bail!("rpc-echo has no Colyseus equivalent: run it with --target citadel or raw");
     }
+    if args.auth == AuthArg::Device && args.target != TargetKind::Citadel {
+        bail!("--auth device needs --target citadel (the peers have no accounts)");
+    }
     let opts = StartOptions {
         url: args.url.clone(),
         server_pid: args.server_pid,
+        http_url: args.http_url.clone(),
         server_bin: args.server_bin.clone(),
         colyseus_dir: args.colyseus_dir.clone(),
         server_cpus: args.server_cpus.clone(),
@@ -178,15 +196,24 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
         .build()
         .context("cannot start the tokio runtime")?;
     let progress = Progress::new(args.quiet);
+    let auth = match args.auth {
+        AuthArg::Guest => AuthMode::Guest,
+        AuthArg::Device => AuthMode::Device {
+            prefix: format!("citadel-load-{started_unix}-{}", std::process::id()),
+        },
+    };
     let mut report = runtime.block_on(async {
         match args.target {
             TargetKind::Citadel | TargetKind::Raw => {
-                let c = targets::citadel::CitadelConnector::new(&server.url)?;
-                drive(c, server, &scenario, progress).await
+                let c = targets::citadel::CitadelConnector::new(
+                    &server.url,
+                    server.http_url.as_deref(),
+                )?;
+                drive(c, server, &scenario, progress, auth.clone()).await
             }
             TargetKind::Colyseus => {
                 let c = targets::colyseus::ColyseusConnector::new(&server.url)?;
-                drive(c, server, &scenario, progress).await
+                drive(c, server, &scenario, progress, auth.clone()).await
             }
         }
     })?;
@@ -201,6 +228,12 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
     report.server_command = server_command;
     report.started_unix = started_unix;
     report.elapsed_seconds = t0.elapsed().as_secs_f64();
+    report.notes.push(match args.auth {
+        AuthArg::Guest => "bots authenticated as guests".to_owned(),
+        AuthArg::Device => "bots authenticated as device accounts (POST /v1/auth/device, \
+                            create: true, one per connection) with their access tokens"
+            .to_owned(),
+    });
     if opts.lift_rate_limits && args.target == TargetKind::Citadel && args.url.is_none() {
         report.notes.push(
             "the generated config lifts transport.limits.messages_per_second (the 200/s default \
@@ -223,10 +256,11 @@ async fn drive<C: Connector>(
     server: ServerHandle,
     scenario: &Scenario,
     progress: Progress,
+    auth: AuthMode,
 ) -> anyhow::Result<Report> {
     let mut ctx = Ctx {
         connector: Arc::new(connector),
-        auth: AuthMode::Guest,
+        auth,
         server,
         clock: Clock::new(),
         progress,

@@ -159,6 +159,7 @@ fn d_settle() -> f64 {
 
 impl Scenario {
     /// Reads, parses and validates `path`.
+    #[cfg(test)]
     pub fn load(path: &Path) -> anyhow::Result<Scenario> {
         Self::load_with(path, &[])
     }
@@ -173,6 +174,7 @@ impl Scenario {
     }
 
     /// Parses and validates TOML text.
+    #[cfg(test)]
     pub fn parse(text: &str) -> anyhow::Result<Scenario> {
         Self::parse_with(text, &[])
     }

@@ -18,15 +18,17 @@ use std::net::Ipv4Addr;
 use bytes::Bytes;
 
 /// How bots authenticate.
-///
-/// Only guests exist on main. Device authentication arrives with accounts:
-/// add `Device { id_prefix: String }` here, obtain a session token over the
-/// HTTP API in the connector, and hand it to `WsClient::authenticate`; the
-/// bots' code does not change.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuthMode {
     /// An empty KIND_AUTH: a guest session.
     Guest,
+    /// A device account per bot: `POST /v1/auth/device` with
+    /// `{"id": "<prefix>-<n>", "create": true, "username": <id>}` on the server's HTTP
+    /// listener, then the access token as the KIND_AUTH body. Citadel only.
+    Device {
+        /// Unique per run, so every run registers fresh accounts.
+        prefix: String,
+    },
 }
 
 /// What a bot can receive.

@@ -70,7 +70,11 @@ impl BitWriter {
         let whole = (self.used / 8) as usize;
         let be = self.acc.to_be_bytes();
         self.bytes.extend_from_slice(&be[..whole]);
-        self.acc = if whole >= 8 { 0 } else { self.acc << (whole * 8) };
+        self.acc = if whole >= 8 {
+            0
+        } else {
+            self.acc << (whole * 8)
+        };
         self.used -= (whole * 8) as u32;
     }
 
@@ -180,7 +184,9 @@ impl<'a> BitReader<'a> {
 
     /// Reads `n` whole bytes as 8-bit fields (checked before allocating).
     pub fn read_bytes(&mut self, n: usize) -> Result<Vec<u8>, DecodeError> {
-        if n.checked_mul(8).is_none_or(|bits| bits > self.remaining_bits()) {
+        if n.checked_mul(8)
+            .is_none_or(|bits| bits > self.remaining_bits())
+        {
             return Err(DecodeError::Truncated);
         }
         if self.pos.is_multiple_of(8) {

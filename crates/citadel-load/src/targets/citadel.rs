@@ -5,13 +5,15 @@
 //! What it is: [`spawn`] writes a config (loopback binds on free ports,
 //! `warn` logs, connection and room limits sized to the scenario) and starts
 //! the binary; [`CitadelConnector`] / [`CitadelBot`] implement the
-//! `transport` traits. What it is not: a QUIC transport (it plugs in as
-//! another `Connector` when that branch lands) or device auth (see
-//! `AuthMode`).
+//! `transport` traits, with guest or device authentication (`AuthMode`).
+//! What it is not: a QUIC transport (it plugs in as another `Connector`
+//! when that branch lands).
 //!
 //! Call order: `spawn` → `CitadelConnector::new(url)` → `connect` per bot.
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -47,37 +49,87 @@ pub fn spawn(opts: &StartOptions) -> anyhow::Result<ServerHandle> {
             ""
         },
     );
-    let path = std::env::temp_dir().join(format!(
-        "citadel-load-{}-{ws_port}.toml",
-        std::process::id()
-    ));
+    let stem = std::env::temp_dir().join(format!("citadel-load-{}-{ws_port}", std::process::id()));
+    let db = stem.with_extension("sqlite");
+    // A fresh SQLite file per run (never ./data), and admission limits
+    // lifted: every bot registers from a handful of loopback addresses.
+    let config = format!(
+        "{config}[database]\nurl = \"sqlite://{}\"\n\
+         [authentication.limits.source]\nlimit = 1000000\nwindow_ms = 60000\n\
+         [authentication.limits.registration_source]\nlimit = 1000000\nwindow_ms = 60000\n",
+        db.display()
+    );
+    let path = stem.with_extension("toml");
     std::fs::write(&path, config).with_context(|| format!("cannot write {}", path.display()))?;
     let mut cmd = command(&bin, opts.server_cpus.as_deref());
     cmd.arg("serve").arg("--config").arg(&path);
     let addr = SocketAddr::from(([127, 0, 0, 1], ws_port));
-    spawn_and_wait(
+    let mut temp: Vec<PathBuf> = ["-wal", "-shm"]
+        .iter()
+        .map(|s| PathBuf::from(format!("{}{s}", db.display())))
+        .collect();
+    temp.extend([path, db]);
+    let mut handle = spawn_and_wait(
         cmd,
         addr,
         format!("ws://127.0.0.1:{ws_port}/"),
         Duration::from_secs(20),
-        vec![path],
-    )
+        temp,
+    )?;
+    handle.http_url = Some(format!("http://127.0.0.1:{http_port}"));
+    Ok(handle)
 }
 
-/// Opens guest WebSocket connections to a Citadel-framed server.
-#[derive(Debug, Clone)]
+/// Opens authenticated WebSocket connections to a Citadel-framed server.
+#[derive(Debug)]
 pub struct CitadelConnector {
     addr: SocketAddr,
     url: String,
+    /// The HTTP API (device auth), if known.
+    http: Option<SocketAddr>,
+    /// Next device number.
+    next_device: AtomicU64,
 }
 
 impl CitadelConnector {
-    /// For the server at `url` (ws://127.x.y.z:port/).
-    pub fn new(url: &str) -> anyhow::Result<Self> {
+    /// For the server at `url` (ws://127.x.y.z:port/), with its HTTP API at
+    /// `http_url` (needed for device auth only).
+    pub fn new(url: &str, http_url: Option<&str>) -> anyhow::Result<Self> {
         Ok(CitadelConnector {
             addr: super::addr_of_url(url)?,
             url: url.to_owned(),
+            http: http_url.map(super::addr_of_url).transpose()?,
+            next_device: AtomicU64::new(1),
         })
+    }
+
+    /// Registers (or logs in) device `<prefix>-<n>` (username the same);
+    /// returns its access token.
+    async fn device_token(&self, source: Ipv4Addr, prefix: &str) -> anyhow::Result<String> {
+        let http = self
+            .http
+            .context("device auth needs the server's HTTP API (spawned citadel, or --http-url)")?;
+        let n = self.next_device.fetch_add(1, Ordering::Relaxed);
+        let id = format!("{prefix}-{n}");
+        let body = serde_json::json!({ "id": id, "create": true, "username": id }).to_string();
+        let (status, reply) =
+            super::http::post_json(source, http, "/v1/auth/device", &body).await?;
+        if status != 200 && status != 201 {
+            // the error body is {code, message}: never a token
+            bail!(
+                "POST /v1/auth/device answered HTTP {status}: {}",
+                String::from_utf8_lossy(&reply)
+                    .chars()
+                    .take(200)
+                    .collect::<String>()
+            );
+        }
+        let pair: serde_json::Value =
+            serde_json::from_slice(&reply).context("device auth reply is not JSON")?;
+        pair.get("token")
+            .and_then(|t| t.as_str())
+            .map(str::to_owned)
+            .context("device auth reply has no token")
     }
 }
 
@@ -99,11 +151,13 @@ impl Connector for CitadelConnector {
     type Transport = CitadelBot;
 
     async fn connect(&self, source: Ipv4Addr, auth: &AuthMode) -> anyhow::Result<CitadelBot> {
+        let token = match auth {
+            AuthMode::Guest => None,
+            AuthMode::Device { prefix } => Some(self.device_token(source, prefix).await?),
+        };
         let stream = tcp_from(source, self.addr).await?;
         let mut client = WsClient::connect_over(stream, &self.url).await?;
-        let outcome = match auth {
-            AuthMode::Guest => client.authenticate(None).await?,
-        };
+        let outcome = client.authenticate(token.as_deref()).await?;
         if !outcome.is_accepted() {
             bail!("handshake refused: {outcome:?}");
         }

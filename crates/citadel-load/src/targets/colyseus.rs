@@ -98,8 +98,8 @@ impl Connector for ColyseusConnector {
     }
 
     async fn connect(&self, source: Ipv4Addr, auth: &AuthMode) -> anyhow::Result<ColyseusBot> {
-        match auth {
-            AuthMode::Guest => {}
+        if let AuthMode::Device { .. } = auth {
+            bail!("device auth is a Citadel feature: the colyseus target connects as guests only");
         }
         Ok(ColyseusBot {
             source,

@@ -42,6 +42,8 @@ pub struct StartOptions {
     pub url: Option<String>,
     /// pid of an attached server, for `/proc` sampling.
     pub server_pid: Option<u32>,
+    /// HTTP API of an attached Citadel (device auth).
+    pub http_url: Option<String>,
     /// Binary to spawn (citadel / raw-relay); default: next to this tool.
     pub server_bin: Option<PathBuf>,
     /// Directory of the Colyseus peer (with node_modules).
@@ -64,6 +66,8 @@ pub struct ServerHandle {
     pub pid: Option<u32>,
     /// URL bots use (ws:// for Citadel and raw, http:// for Colyseus).
     pub url: String,
+    /// Citadel's HTTP API (device auth), when known.
+    pub http_url: Option<String>,
     /// How it was started, for the report.
     pub command: String,
     /// Files to delete on drop (generated configs).
@@ -72,12 +76,16 @@ pub struct ServerHandle {
 
 impl ServerHandle {
     /// A handle for a server someone else runs.
-    pub fn attached(url: &str, pid: Option<u32>) -> anyhow::Result<Self> {
+    pub fn attached(url: &str, pid: Option<u32>, http_url: Option<&str>) -> anyhow::Result<Self> {
         addr_of_url(url)?;
+        if let Some(h) = http_url {
+            addr_of_url(h)?;
+        }
         Ok(ServerHandle {
             child: None,
             pid,
             url: url.to_owned(),
+            http_url: http_url.map(str::to_owned),
             command: format!("attached to {url}"),
             temp_files: Vec::new(),
         })
@@ -109,7 +117,7 @@ impl Drop for ServerHandle {
 /// Spawns or attaches to the target.
 pub fn start(kind: TargetKind, opts: &StartOptions) -> anyhow::Result<ServerHandle> {
     if let Some(url) = &opts.url {
-        return ServerHandle::attached(url, opts.server_pid);
+        return ServerHandle::attached(url, opts.server_pid, opts.http_url.as_deref());
     }
     match kind {
         TargetKind::Citadel => citadel::spawn(opts),
@@ -190,6 +198,7 @@ pub fn spawn_and_wait(
         pid: Some(child.id()),
         child: Some(child),
         url,
+        http_url: None,
         command,
         temp_files,
     };
