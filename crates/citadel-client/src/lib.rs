@@ -1,7 +1,8 @@
 //! # citadel-client
 //!
 //! The Rust client SDK for Citadel's realtime server: a WebSocket
-//! connection ([`WsClient`]) that performs the authenticated handshake
+//! connection ([`WsClient`]) and a QUIC connection ([`QuicClient`], feature
+//! `quic`, on by default, with an unreliable datagram path) that perform the authenticated handshake
 //! (kinds 5/6), correlates RPCs (kinds 3/4), drives the room workflow
 //! (kinds 21-25), reports positions (kind 1) and hands every other inbound
 //! envelope to the caller, raw ([`Envelope`]) or decoded ([`ClientEvent`]).
@@ -9,8 +10,8 @@
 //!
 //! ## What it is not
 //!
-//! No QUIC/WebTransport client, no HTTP API client, no `wss://` (TLS is not
-//! enabled), no background task, reconnect or reply timeouts (wrap awaits in
+//! No WebTransport client (browsers have their own), no HTTP API client,
+//! no `wss://` (TLS is not enabled for WebSocket), no background task, reconnect or reply timeouts (wrap awaits in
 //! `tokio::time::timeout`), and no token storage: tokens are caller-owned and
 //! never logged.
 //!
@@ -53,11 +54,18 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod actors;
 pub mod error;
 pub mod event;
+mod link;
+#[cfg(feature = "quic")]
+pub mod quic;
 pub mod ws;
 
 pub use citadel_wire::{self as wire, Envelope};
 pub use error::{ClientError, ClientResult};
 pub use event::{AuthOutcome, ClientEvent};
-pub use ws::{CLOSE_HANDSHAKE_TIMEOUT, MAX_BUFFERED_ENVELOPES, WsClient};
+pub use link::MAX_BUFFERED_ENVELOPES;
+#[cfg(feature = "quic")]
+pub use quic::{QuicClient, ServerTrust};
+pub use ws::{CLOSE_HANDSHAKE_TIMEOUT, WsClient};

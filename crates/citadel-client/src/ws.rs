@@ -19,16 +19,11 @@
 //! [`WsClient::connect_with_token`]) → room helpers / `send` / `call_rpc` /
 //! `recv` in any order from the one owner → [`WsClient::close`].
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use citadel_wire::protocol::{
-    KIND_AUTH, KIND_AUTH_RESULT, KIND_POSITION, KIND_ROOM_JOINED, KIND_RPC_RESPONSE,
-    MAX_FRAME_BODY_BYTES, RpcRequest, RpcResponse, encode_position,
-};
-use citadel_wire::room::{RoomCreate, RoomJoin, RoomJoined, RoomLeave, RoomMapReady};
+use citadel_wire::room::{RoomJoin, RoomJoined, RoomLeave, RoomMapReady};
 use citadel_wire::{Envelope, WireBody, decode_framed};
 use futures_util::{SinkExt, StreamExt};
 use tokio::net::TcpStream;
@@ -39,16 +34,7 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
 
 use crate::error::{ClientError, ClientResult};
 use crate::event::{AuthOutcome, ClientEvent};
-
-/// Most envelopes [`WsClient`] keeps for a later [`WsClient::recv`] while a
-/// helper (`call_rpc`, `authenticate`, `wait_for_*`) waits for its reply.
-///
-/// Draining the queue with `recv` is the caller's duty. When it is full the
-/// waiting helper stops *before* reading more from the socket and returns
-/// `ClientError::Receive("client buffer full")`; nothing is dropped, and the
-/// connection stays usable once the caller drains it (a reply that arrives
-/// later is then returned by `recv` like any other envelope).
-pub const MAX_BUFFERED_ENVELOPES: usize = 65_536;
+use crate::link::{self, Inbox, Link, check_fits};
 
 /// How long [`WsClient::close`] waits for the server's close reply before it
 /// gives up and treats the connection as closed.
@@ -79,8 +65,7 @@ pub struct WsClient {
     /// Inbound bytes not yet decoded into envelopes (frame reassembly).
     inbound: BytesMut,
     /// Envelopes read while a helper waited, in arrival order.
-    pending: VecDeque<Envelope>,
-    next_request_id: u64,
+    inbox: Inbox,
     state: State,
     close_reason: Option<(u16, String)>,
 }
@@ -89,9 +74,8 @@ impl fmt::Debug for WsClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WsClient")
             .field("state", &self.state)
-            .field("pending", &self.pending.len())
+            .field("pending", &self.inbox.pending.len())
             .field("inbound_bytes", &self.inbound.len())
-            .field("next_request_id", &self.next_request_id)
             .field("close_reason", &self.close_reason)
             .finish_non_exhaustive()
     }
@@ -123,8 +107,7 @@ impl WsClient {
         WsClient {
             socket,
             inbound: BytesMut::new(),
-            pending: VecDeque::new(),
-            next_request_id: 1,
+            inbox: Inbox::default(),
             state: State::Open,
             close_reason: None,
         }
@@ -154,22 +137,12 @@ impl WsClient {
     /// [`ClientError::Decode`]; a close before the result is
     /// [`ClientError::Closed`]. The token is neither stored nor logged.
     pub async fn authenticate(&mut self, token: Option<&str>) -> ClientResult<AuthOutcome> {
-        let body = Bytes::copy_from_slice(token.unwrap_or_default().as_bytes());
-        self.send(&Envelope::new(KIND_AUTH, body)).await?;
-        let reply = self.wait_for_kind(KIND_AUTH_RESULT).await?;
-        let result = citadel_wire::protocol::AuthResult::decode(&reply.body)
-            .map_err(|e| ClientError::Decode(format!("kind-6 auth result: {e}")))?;
-        let outcome = AuthOutcome::from(result);
-        tracing::debug!(
-            accepted = outcome.is_accepted(),
-            "citadel handshake finished"
-        );
-        Ok(outcome)
+        link::authenticate(self, token).await
     }
 
     /// Sends one framed envelope as one binary message.
     ///
-    /// A body too large for a frame ([`MAX_FRAME_BODY_BYTES`]) is refused
+    /// A body too large for a frame ([`citadel_wire::protocol::MAX_FRAME_BODY_BYTES`]) is refused
     /// with [`ClientError::Config`] before anything is written; after a close
     /// the result is [`ClientError::Closed`].
     pub async fn send(&mut self, envelope: &Envelope) -> ClientResult<()> {
@@ -228,10 +201,7 @@ impl WsClient {
     /// resynchronised); a transport error is [`ClientError::Receive`], after
     /// which calls return [`ClientError::Closed`].
     pub async fn recv(&mut self) -> ClientResult<Option<Envelope>> {
-        if let Some(envelope) = self.pending.pop_front() {
-            return Ok(Some(envelope));
-        }
-        self.read_envelope().await
+        link::recv(self).await
     }
 
     /// [`WsClient::recv`], decoded with [`ClientEvent::from_envelope`].
@@ -251,35 +221,7 @@ impl WsClient {
     /// 65 535 bytes. No timeout: wrap the call in `tokio::time::timeout` (a
     /// reply that arrives after a cancelled call is returned by `recv`).
     pub async fn call_rpc(&mut self, method: &str, payload: &[u8]) -> ClientResult<Bytes> {
-        if method.len() > usize::from(u16::MAX) {
-            return Err(ClientError::Config(format!(
-                "rpc method of {} bytes exceeds 65535",
-                method.len()
-            )));
-        }
-        let request_id = self.next_request_id;
-        self.next_request_id = self.next_request_id.wrapping_add(1).max(1);
-        let request = RpcRequest {
-            request_id,
-            method: method.to_owned(),
-            payload: Bytes::copy_from_slice(payload),
-        };
-        self.send(&request.to_envelope()).await?;
-        let reply = self
-            .wait_matching(|env| {
-                env.kind == KIND_RPC_RESPONSE && rpc_response_id(&env.body) == Some(request_id)
-            })
-            .await?;
-        let response = RpcResponse::decode(&reply.body)
-            .map_err(|e| ClientError::Decode(format!("kind-4 rpc response: {e}")))?;
-        if response.is_ok() {
-            Ok(response.payload)
-        } else {
-            Err(ClientError::Rpc {
-                request_id,
-                message: response.error_message().unwrap_or_default(),
-            })
-        }
+        link::call_rpc(self, method, payload).await
     }
 
     /// Creates the room named `name` or joins its existing instance (kind 21
@@ -287,16 +229,8 @@ impl WsClient {
     /// [`WsClient::wait_for_room_joined`]. A name over 65 535 bytes is
     /// [`ClientError::Config`].
     pub async fn join_or_create_room(&mut self, name: &str) -> ClientResult<()> {
-        if name.len() > usize::from(u16::MAX) {
-            return Err(ClientError::Config(format!(
-                "room name of {} bytes exceeds 65535",
-                name.len()
-            )));
-        }
-        let body = RoomCreate {
-            params: name.as_bytes().to_vec(),
-        };
-        self.send(&body.to_envelope()).await
+        let envelope = link::room_create(name)?;
+        self.send(&envelope).await
     }
 
     /// Joins a known room by id (kind 22). Success arrives as kind 23; a
@@ -318,8 +252,7 @@ impl WsClient {
     /// Reports the local position (kind 1, canonical body: `x`, `y` as
     /// little-endian `f32`). The server relays it to room peers as kind 2.
     pub async fn send_position(&mut self, x: f32, y: f32) -> ClientResult<()> {
-        let body = Bytes::copy_from_slice(&encode_position(x, y));
-        self.send(&Envelope::new(KIND_POSITION, body)).await
+        self.send(&link::position(x, y)).await
     }
 
     /// Waits for the next KIND_ROOM_JOINED, buffering everything else for recv().
@@ -327,9 +260,7 @@ impl WsClient {
     /// Same rules as [`WsClient::wait_for_kind`]; a kind-23 body that does
     /// not decode is [`ClientError::Decode`].
     pub async fn wait_for_room_joined(&mut self) -> ClientResult<RoomJoined> {
-        let envelope = self.wait_for_kind(KIND_ROOM_JOINED).await?;
-        RoomJoined::decode(&envelope.body)
-            .map_err(|e| ClientError::Decode(format!("kind-23 room joined: {e}")))
+        link::wait_for_room_joined(self).await
     }
 
     /// Generic: waits for the next envelope of `kind`, buffering everything else.
@@ -339,14 +270,9 @@ impl WsClient {
     /// socket. Other envelopes stay queued, in order, for
     /// [`WsClient::recv`]. [`ClientError::Closed`] if the connection closes
     /// first; `Receive("client buffer full")` past
-    /// [`MAX_BUFFERED_ENVELOPES`]. No timeout.
+    /// [`crate::MAX_BUFFERED_ENVELOPES`]. No timeout.
     pub async fn wait_for_kind(&mut self, kind: u16) -> ClientResult<Envelope> {
-        if let Some(index) = self.pending.iter().position(|env| env.kind == kind)
-            && let Some(envelope) = self.pending.remove(index)
-        {
-            return Ok(envelope);
-        }
-        self.wait_matching(|env| env.kind == kind).await
+        link::wait_for_kind(self, kind).await
     }
 
     /// Closes the connection gracefully: sends a normal (1000) close frame,
@@ -388,26 +314,9 @@ impl WsClient {
         self.close_reason.clone()
     }
 
-    /// Reads until an envelope satisfies `matches`, queueing the others.
-    async fn wait_matching(
-        &mut self,
-        mut matches: impl FnMut(&Envelope) -> bool,
-    ) -> ClientResult<Envelope> {
-        loop {
-            if self.pending.len() >= MAX_BUFFERED_ENVELOPES {
-                return Err(ClientError::Receive("client buffer full".into()));
-            }
-            match self.read_envelope().await? {
-                Some(envelope) if matches(&envelope) => return Ok(envelope),
-                Some(envelope) => self.pending.push_back(envelope),
-                None => return Err(ClientError::Closed),
-            }
-        }
-    }
-
     /// Next envelope from the reassembly buffer, reading the socket as
     /// needed (the pending queue is not consulted). `Ok(None)` once closed.
-    async fn read_envelope(&mut self) -> ClientResult<Option<Envelope>> {
+    async fn read_wire(&mut self) -> ClientResult<Option<Envelope>> {
         loop {
             if let Some(envelope) =
                 decode_framed(&mut self.inbound).map_err(|e| ClientError::Decode(e.to_string()))?
@@ -490,25 +399,18 @@ impl WsClient {
     }
 }
 
-/// Refuses an envelope whose frame would exceed [`MAX_FRAME_BODY_BYTES`].
-fn check_fits(envelope: &Envelope) -> ClientResult<()> {
-    if envelope.fits_frame() {
-        Ok(())
-    } else {
-        Err(ClientError::Config(format!(
-            "kind {} body of {} bytes exceeds the {MAX_FRAME_BODY_BYTES}-byte frame limit",
-            envelope.kind,
-            envelope.body.len()
-        )))
+impl Link for WsClient {
+    fn inbox(&mut self) -> &mut Inbox {
+        &mut self.inbox
     }
-}
 
-/// The request id of a well-formed kind-4 body (at least the 9-byte header).
-fn rpc_response_id(body: &[u8]) -> Option<u64> {
-    if body.len() < 9 {
-        return None;
+    async fn send_reliable(&mut self, envelope: &Envelope) -> ClientResult<()> {
+        self.send(envelope).await
     }
-    body.first_chunk::<8>().map(|id| u64::from_be_bytes(*id))
+
+    async fn read_envelope(&mut self) -> ClientResult<Option<Envelope>> {
+        self.read_wire().await
+    }
 }
 
 /// Maps a connect failure; the message never contains the URL.

@@ -3,8 +3,20 @@
 
 use crate::config::{Config, ConfigSource};
 
+/// The bound listeners the banner names (`None` = disabled).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Listeners<'a> {
+    /// WebSocket `host:port`.
+    pub ws: Option<&'a str>,
+    /// QUIC `host:port`.
+    pub quic: Option<&'a str>,
+    /// WebTransport session URL.
+    pub webtransport: Option<&'a str>,
+}
+
 /// Renders the boxed banner.
-pub fn render(config: &Config, source: &ConfigSource, http: &str, ws: Option<&str>) -> String {
+pub fn render(config: &Config, source: &ConfigSource, http: &str, listeners: Listeners) -> String {
+    let ws = listeners.ws;
     let mut lines = vec![
         format!("Citadel {}", env!("CARGO_PKG_VERSION")),
         format!("node      {}", config.server.node_id),
@@ -24,13 +36,12 @@ pub fn render(config: &Config, source: &ConfigSource, http: &str, ws: Option<&st
         Some(ws) => lines.push(format!("WebSocket ws://{ws}/")),
         None => lines.push("WebSocket disabled".to_owned()),
     }
-    for (name, t) in [
-        ("QUIC", &config.transport.quic),
-        ("WebTrans.", &config.transport.webtransport),
-    ] {
-        if t.enabled {
-            lines.push(format!("{name:<9} not served by this build ({})", t.bind));
-        }
+    if let Some(quic) = listeners.quic {
+        lines.push(format!("QUIC      {quic} (UDP, ALPN citadel/0)"));
+    }
+    if let Some(wt) = listeners.webtransport {
+        lines.push(format!("WebTrans. {wt}"));
+        lines.push(format!("WT cert   http://{http}/v1/webtransport"));
     }
     let width = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0) + 2;
     let mut out = format!("╭{}╮\n", "─".repeat(width));
@@ -52,8 +63,13 @@ mod tests {
             &Config::default(),
             &ConfigSource::Defaults,
             "127.0.0.1:7350",
-            Some("127.0.0.1:7352"),
+            Listeners {
+                ws: Some("127.0.0.1:7352"),
+                quic: Some("127.0.0.1:7351"),
+                webtransport: Some("https://127.0.0.1:7353/citadel"),
+            },
         );
+        assert!(text.contains("QUIC      127.0.0.1:7351"));
         assert!(text.starts_with('╭') && text.ends_with('╯'));
         assert!(text.contains("ws://127.0.0.1:7352/"));
         assert!(text.contains("dev-1"));

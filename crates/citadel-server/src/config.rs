@@ -71,6 +71,118 @@ pub struct Config {
     pub database: DatabaseConfig,
     /// `[authentication]`.
     pub authentication: AuthenticationConfig,
+    /// `[transform_sync]` (also accepted as `[transport.transform_sync]`).
+    pub transform_sync: TransformSyncConfig,
+}
+
+/// `[transform_sync]`: networked actors and snapshot replication.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TransformSyncConfig {
+    /// Serve HELLO, networked actors and snapshots.
+    pub enabled: bool,
+    /// Snapshots per second to each opted-in client (1..=255).
+    pub send_rate_hz: u8,
+    /// Simulation ticks per second (1..=255).
+    pub sim_hz: u8,
+    /// Most object entries per snapshot (0 = only the 1 200-byte datagram bounds it).
+    pub budget: u32,
+    /// Position bounds (cm) and resolution (codes per cm).
+    pub position_min: [f32; 3],
+    /// Upper position bounds (cm).
+    pub position_max: [f32; 3],
+    /// Position codes per cm.
+    pub position_values_per_unit: u32,
+    /// Velocity bounds (cm/s).
+    pub velocity_min: [f32; 3],
+    /// Upper velocity bounds (cm/s).
+    pub velocity_max: [f32; 3],
+    /// Velocity codes per cm/s.
+    pub velocity_values_per_unit: u32,
+    /// Quaternion bits per component: 9, 10 or 15.
+    pub quat_mode: u8,
+    /// Archetypes that use validated input instead of relay (they refuse NA_STATE).
+    pub predicted_authoritative_archetypes: Vec<u16>,
+    /// Area of interest; off = each client sees its whole room.
+    pub interest_enabled: bool,
+    /// AOI grid cell (cm).
+    pub interest_cell_size: f32,
+    /// AOI enter radius (cm).
+    pub interest_inner: f32,
+    /// AOI exit radius (cm).
+    pub interest_outer: f32,
+    /// Reference demo feature; only 0 is supported.
+    pub demo_movers: u32,
+    /// Reference demo feature; only 0 is supported.
+    pub player_slots: u32,
+}
+
+impl Default for TransformSyncConfig {
+    fn default() -> Self {
+        let hello = citadel_wire::tsync::HelloParams::default();
+        TransformSyncConfig {
+            enabled: true,
+            send_rate_hz: hello.send_rate_hz,
+            sim_hz: hello.sim_rate_hz,
+            budget: 0,
+            position_min: hello.position_min,
+            position_max: hello.position_max,
+            position_values_per_unit: hello.position_values_per_unit,
+            velocity_min: hello.velocity_min,
+            velocity_max: hello.velocity_max,
+            velocity_values_per_unit: hello.velocity_values_per_unit,
+            quat_mode: hello.quat_mode.wire_byte(),
+            predicted_authoritative_archetypes: Vec::new(),
+            interest_enabled: false,
+            interest_cell_size: 5_000.0,
+            interest_inner: 10_000.0,
+            interest_outer: 12_500.0,
+            demo_movers: 0,
+            player_slots: 0,
+        }
+    }
+}
+
+impl TransformSyncConfig {
+    /// The HELLO this configuration advertises.
+    pub fn hello(&self) -> Result<citadel_wire::tsync::HelloParams, ConfigError> {
+        let quat_mode = citadel_wire::quat::QuatMode::from_wire_byte(self.quat_mode)
+            .map_err(|_| invalid("transform_sync.quat_mode", "must be 9, 10 or 15"))?;
+        let hello = citadel_wire::tsync::HelloParams {
+            position_min: self.position_min,
+            position_max: self.position_max,
+            position_values_per_unit: self.position_values_per_unit,
+            velocity_min: self.velocity_min,
+            velocity_max: self.velocity_max,
+            velocity_values_per_unit: self.velocity_values_per_unit,
+            quat_mode,
+            send_rate_hz: self.send_rate_hz,
+            sim_rate_hz: self.sim_hz,
+        };
+        hello
+            .codec()
+            .map_err(|e| invalid("transform_sync.position_*/velocity_*", e.to_string()))?;
+        Ok(hello)
+    }
+}
+
+/// Moves `[transport.transform_sync]` (the reference's spelling) to the
+/// top-level table; setting both is an error.
+fn relocate_transform_sync(table: &mut toml::Table) -> Result<(), ConfigError> {
+    let nested = table
+        .get_mut("transport")
+        .and_then(|t| t.as_table_mut())
+        .and_then(|t| t.remove("transform_sync"));
+    if let Some(nested) = nested {
+        if table.contains_key("transform_sync") {
+            return Err(invalid(
+                "transport.transform_sync",
+                "set either [transform_sync] or [transport.transform_sync], not both",
+            ));
+        }
+        table.insert("transform_sync".into(), nested);
+    }
+    Ok(())
 }
 
 /// `[database]`: where accounts and sessions live.
@@ -215,20 +327,40 @@ impl Default for LoggingConfig {
 }
 
 /// `[transport]`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TransportConfig {
     /// `[transport.websocket]`.
     pub websocket: WebSocketConfig,
-    /// `[transport.quic]` (served by a later release; keys accepted).
+    /// `[transport.quic]`.
     pub quic: DatagramTransportConfig,
-    /// `[transport.webtransport]` (served by a later release; keys accepted).
+    /// `[transport.webtransport]`.
     pub webtransport: DatagramTransportConfig,
+    /// `[transport.tls]` (QUIC and WebTransport).
+    pub tls: TlsConfig,
     /// `[transport.auth]`.
     pub auth: AuthConfig,
     /// `[transport.limits]`.
     pub limits: LimitsConfig,
 }
+
+impl Default for TransportConfig {
+    fn default() -> Self {
+        TransportConfig {
+            websocket: WebSocketConfig::default(),
+            quic: DatagramTransportConfig::with_bind(QUIC_DEFAULT_BIND),
+            webtransport: DatagramTransportConfig::with_bind(WEBTRANSPORT_DEFAULT_BIND),
+            tls: TlsConfig::default(),
+            auth: AuthConfig::default(),
+            limits: LimitsConfig::default(),
+        }
+    }
+}
+
+/// `transport.quic.bind` when unset.
+pub const QUIC_DEFAULT_BIND: &str = "127.0.0.1:7351";
+/// `transport.webtransport.bind` when unset.
+pub const WEBTRANSPORT_DEFAULT_BIND: &str = "127.0.0.1:7353";
 
 /// `[transport.websocket]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -271,16 +403,32 @@ impl Default for WebSocketConfig {
     }
 }
 
-/// `[transport.quic]` / `[transport.webtransport]`.
+/// `[transport.quic]` / `[transport.webtransport]`: the UDP transports.
+/// Reliable frames travel on QUIC streams, unreliable ones as datagrams.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DatagramTransportConfig {
     /// Serve this transport.
     pub enabled: bool,
-    /// UDP listen address.
+    /// UDP listen address; empty = the transport's standard address
+    /// ([`QUIC_DEFAULT_BIND`], [`WEBTRANSPORT_DEFAULT_BIND`]).
     pub bind: String,
-    /// Reliable lane capacity.
+    /// Reliable lane capacity in envelopes; full closes the slow client.
     pub outbound_queue_capacity: usize,
+    /// Unreliable lane capacity in envelopes; full drops the oldest.
+    pub unreliable_queue_capacity: usize,
+    /// Byte cap over both lanes; a reliable envelope past it closes the client.
+    pub outbound_queue_max_bytes: usize,
+    /// Most bytes the writer puts on one server-opened stream (one batch).
+    pub max_coalesced_bytes: usize,
+    /// Streams a client may have open at once (per direction kind).
+    pub max_client_streams: u32,
+    /// Close a connection silent for this long (QUIC idle timeout).
+    pub idle_timeout_ms: u64,
+    /// Server keep-alive interval (0 disables); must be below the idle timeout.
+    pub keep_alive_interval_ms: u64,
+    /// WebTransport only: the session path a browser must open.
+    pub path: String,
 }
 
 impl DatagramTransportConfig {
@@ -289,13 +437,118 @@ impl DatagramTransportConfig {
             enabled: false,
             bind: bind.into(),
             outbound_queue_capacity: 1024,
+            unreliable_queue_capacity: 256,
+            outbound_queue_max_bytes: 4 * 1024 * 1024,
+            max_coalesced_bytes: 64 * 1024,
+            max_client_streams: 64,
+            idle_timeout_ms: 30_000,
+            keep_alive_interval_ms: 10_000,
+            path: "/citadel".into(),
         }
+    }
+
+    /// The bind address, or `fallback` when unset.
+    pub fn bind_or<'a>(&'a self, fallback: &'a str) -> &'a str {
+        if self.bind.trim().is_empty() {
+            fallback
+        } else {
+            &self.bind
+        }
+    }
+
+    fn validate(&self, section: &str, fallback: &str) -> Result<(), ConfigError> {
+        let key = |k: &str| format!("transport.{section}.{k}");
+        parse_addr(&key("bind"), self.bind_or(fallback))?;
+        at_least(
+            &key("outbound_queue_capacity"),
+            self.outbound_queue_capacity,
+            1,
+        )?;
+        at_least(
+            &key("unreliable_queue_capacity"),
+            self.unreliable_queue_capacity,
+            1,
+        )?;
+        at_least(
+            &key("outbound_queue_max_bytes"),
+            self.outbound_queue_max_bytes,
+            1024,
+        )?;
+        at_least(&key("max_coalesced_bytes"), self.max_coalesced_bytes, 1024)?;
+        at_least(
+            &key("max_client_streams"),
+            self.max_client_streams as usize,
+            1,
+        )?;
+        at_least(&key("idle_timeout_ms"), self.idle_timeout_ms as usize, 100)?;
+        if self.keep_alive_interval_ms >= self.idle_timeout_ms {
+            return Err(invalid(
+                &key("keep_alive_interval_ms"),
+                "must be below idle_timeout_ms (or 0 to disable)",
+            ));
+        }
+        if !self.path.starts_with('/') {
+            return Err(invalid(&key("path"), "must start with '/'"));
+        }
+        Ok(())
     }
 }
 
 impl Default for DatagramTransportConfig {
+    /// Every key at its default and `bind` unset (the section's standard
+    /// address applies).
     fn default() -> Self {
-        Self::with_bind("127.0.0.1:7351")
+        Self::with_bind("")
+    }
+}
+
+/// `[transport.tls]`: the certificate QUIC and WebTransport present.
+///
+/// Both files empty (the default): a self-signed development certificate
+/// (ECDSA P-256, valid 13 days, SAN localhost + 127.0.0.1) is generated in
+/// `data_dir` at first start, reused across restarts and regenerated before
+/// it expires. Both set: PEM chain and key are loaded from them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate chain (leaf first); empty = development certificate.
+    pub certificate_file: String,
+    /// PEM private key (PKCS#8, SEC1 or PKCS#1); empty = development certificate.
+    pub private_key_file: String,
+    /// Where the development certificate is kept.
+    pub data_dir: String,
+}
+
+impl Default for TlsConfig {
+    fn default() -> Self {
+        TlsConfig {
+            certificate_file: String::new(),
+            private_key_file: String::new(),
+            data_dir: "./data".into(),
+        }
+    }
+}
+
+impl TlsConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        match (
+            self.certificate_file.is_empty(),
+            self.private_key_file.is_empty(),
+        ) {
+            (true, false) => Err(invalid(
+                "transport.tls.certificate_file",
+                "must be set when private_key_file is set",
+            )),
+            (false, true) => Err(invalid(
+                "transport.tls.private_key_file",
+                "must be set when certificate_file is set",
+            )),
+            (true, true) if self.data_dir.trim().is_empty() => Err(invalid(
+                "transport.tls.data_dir",
+                "must not be empty when no certificate file is configured",
+            )),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -454,6 +707,7 @@ impl Config {
             origin: origin.clone(),
             message: e.to_string(),
         })?;
+        relocate_transform_sync(&mut table)?;
         apply_env(&mut table, env)?;
         let mut config: Config =
             Config::deserialize(toml::Value::Table(table)).map_err(|e| ConfigError::Parse {
@@ -475,10 +729,13 @@ impl Config {
 
     /// Parses a TOML document (no environment, no validation).
     pub fn from_toml_str(text: &str) -> Result<Config, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let parse = |e: &dyn std::fmt::Display| ConfigError::Parse {
             origin: String::new(),
             message: e.to_string(),
-        })
+        };
+        let mut table: toml::Table = toml::from_str(text).map_err(|e| parse(&e))?;
+        relocate_transform_sync(&mut table)?;
+        Config::deserialize(toml::Value::Table(table)).map_err(|e| parse(&e))
     }
 
     /// Checks every range; the error names the key.
@@ -488,11 +745,11 @@ impl Config {
         }
         parse_addr("http.bind", &self.http.bind)?;
         parse_addr("transport.websocket.bind", &self.transport.websocket.bind)?;
-        parse_addr("transport.quic.bind", &self.transport.quic.bind)?;
-        parse_addr(
-            "transport.webtransport.bind",
-            &self.transport.webtransport.bind,
-        )?;
+        self.transport.quic.validate("quic", QUIC_DEFAULT_BIND)?;
+        self.transport
+            .webtransport
+            .validate("webtransport", WEBTRANSPORT_DEFAULT_BIND)?;
+        self.transport.tls.validate()?;
         if !matches!(self.logging.format.as_str(), "pretty" | "json") {
             return Err(invalid("logging.format", "must be \"pretty\" or \"json\""));
         }
@@ -556,6 +813,26 @@ impl Config {
             self.database.acquire_timeout_ms as usize,
             1,
         )?;
+        let ts = &self.transform_sync;
+        at_least("transform_sync.send_rate_hz", ts.send_rate_hz as usize, 1)?;
+        at_least("transform_sync.sim_hz", ts.sim_hz as usize, 1)?;
+        ts.hello()?;
+        if ts.demo_movers != 0 || ts.player_slots != 0 {
+            return Err(invalid(
+                "transform_sync.demo_movers/player_slots",
+                "reference demo features are not supported; use networked actors or Lua NPCs",
+            ));
+        }
+        if ts.interest_enabled
+            && !(ts.interest_cell_size > 0.0
+                && ts.interest_inner >= 0.0
+                && ts.interest_outer >= 0.0)
+        {
+            return Err(invalid(
+                "transform_sync.interest_*",
+                "cell size must be > 0 and radii >= 0",
+            ));
+        }
         let a = &self.authentication;
         at_least(
             "authentication.access_token_ttl_secs",
@@ -638,6 +915,24 @@ impl Config {
     /// The WebSocket listen address (validated).
     pub fn websocket_addr(&self) -> Result<SocketAddr, ConfigError> {
         parse_addr("transport.websocket.bind", &self.transport.websocket.bind)
+    }
+
+    /// The QUIC UDP address.
+    pub fn quic_addr(&self) -> Result<SocketAddr, ConfigError> {
+        parse_addr(
+            "transport.quic.bind",
+            self.transport.quic.bind_or(QUIC_DEFAULT_BIND),
+        )
+    }
+
+    /// The WebTransport UDP address.
+    pub fn webtransport_addr(&self) -> Result<SocketAddr, ConfigError> {
+        parse_addr(
+            "transport.webtransport.bind",
+            self.transport
+                .webtransport
+                .bind_or(WEBTRANSPORT_DEFAULT_BIND),
+        )
     }
 }
 
@@ -785,6 +1080,32 @@ mod tests {
     }
 
     #[test]
+    fn transform_sync_accepts_both_spellings_but_not_both_at_once() {
+        let top = load("[transform_sync]\nsend_rate_hz = 30\n", &[]).unwrap();
+        assert_eq!(top.transform_sync.send_rate_hz, 30);
+        let nested = load("[transport.transform_sync]\nsend_rate_hz = 31\npredicted_authoritative_archetypes = [3]\n", &[]).unwrap();
+        assert_eq!(nested.transform_sync.send_rate_hz, 31);
+        assert_eq!(
+            nested.transform_sync.predicted_authoritative_archetypes,
+            vec![3]
+        );
+        let both = load(
+            "[transform_sync]\nsim_hz = 30\n[transport.transform_sync]\nsim_hz = 30\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            both.to_string().contains("transport.transform_sync"),
+            "{both}"
+        );
+        let bad = load("[transform_sync]\nquat_mode = 11\n", &[]).unwrap_err();
+        assert!(
+            bad.to_string().contains("transform_sync.quat_mode"),
+            "{bad}"
+        );
+    }
+
+    #[test]
     fn defaults_are_valid() {
         Config::default().validate().unwrap();
         assert_eq!(Config::from_toml_str("").unwrap(), Config::default());
@@ -813,6 +1134,42 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("http.bind"), "{err}");
+    }
+
+    #[test]
+    fn udp_transport_and_tls_keys_are_validated_by_name() {
+        let c = load("[transport.webtransport]\nenabled = true\n", &[]).unwrap();
+        assert_eq!(
+            c.webtransport_addr().unwrap().port(),
+            7353,
+            "section default"
+        );
+        assert_eq!(c.quic_addr().unwrap().port(), 7351);
+        for (toml, key) in [
+            (
+                "[transport.quic]\nkeep_alive_interval_ms = 40000\n",
+                "transport.quic.keep_alive_interval_ms",
+            ),
+            (
+                "[transport.webtransport]\npath = \"citadel\"\n",
+                "transport.webtransport.path",
+            ),
+            (
+                "[transport.quic]\nmax_client_streams = 0\n",
+                "transport.quic.max_client_streams",
+            ),
+            (
+                "[transport.tls]\ncertificate_file = \"c.pem\"\n",
+                "transport.tls.private_key_file",
+            ),
+            (
+                "[transport.tls]\ndata_dir = \"\"\n",
+                "transport.tls.data_dir",
+            ),
+        ] {
+            let err = load(toml, &[]).unwrap_err().to_string();
+            assert!(err.contains(key), "{toml}: {err}");
+        }
     }
 
     #[test]

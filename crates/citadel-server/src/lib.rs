@@ -1,7 +1,7 @@
 //! # citadel-server
 //!
-//! The Citadel node: realtime over WebSocket (handshake, rooms, relay, RPC
-//! routing, backpressure), the HTTP operations endpoints, configuration and
+//! The Citadel node: realtime over WebSocket, QUIC and WebTransport
+//! (handshake, rooms, relay, RPC routing, backpressure), the HTTP operations endpoints, configuration and
 //! graceful shutdown. The `citadel` binary (`src/main.rs`) is a thin CLI
 //! over [`node::NodeBuilder`].
 //!
@@ -10,7 +10,7 @@
 //! | Module | Role |
 //! | --- | --- |
 //! | [`config`] | TOML + `CITADEL_*` env + CLI flags, validation |
-//! | [`transport`] | WebSocket framing ↔ envelopes, the writer task |
+//! | [`transport`] | WebSocket / QUIC / WebTransport framing ↔ envelopes, writer tasks, TLS |
 //! | [`gateway`] | handshake phases, dispatch, outbound lanes, rate limit |
 //! | [`realm`] | rooms, the default dimension, room policy |
 //! | [`rpc`] | method registry with reserved built-in namespaces |
@@ -18,12 +18,13 @@
 //! | [`metrics`] | counters, drop and close reasons |
 //! | [`node`] | wiring, listeners, shutdown |
 //!
-//! What it is not (yet): QUIC/WebTransport, accounts, the Lua runtime and
+//! What it is not (yet): accounts, the Lua runtime and
 //! transform sync arrive in their own modules; their config keys are
 //! accepted so existing configuration files load.
 
 #![forbid(unsafe_code)]
 
+pub mod actors;
 pub mod banner;
 pub mod config;
 pub mod gateway;

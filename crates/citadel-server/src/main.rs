@@ -91,15 +91,8 @@ where
             return std::process::ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(err) => {
-            eprintln!("error: cannot start the async runtime: {err}");
-            return std::process::ExitCode::FAILURE;
-        }
+    let Some(runtime) = build_runtime(false) else {
+        return std::process::ExitCode::FAILURE;
     };
     let result = runtime.block_on(async move {
         let store = citadel_server::node::connect_store(&config).await?;
@@ -110,6 +103,23 @@ where
         Err(err) => {
             eprintln!("error: {err:#}");
             std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// The async runtime (multi-threaded for serving), or `None` after
+/// printing why it could not start.
+fn build_runtime(multi_thread: bool) -> Option<tokio::runtime::Runtime> {
+    let mut builder = if multi_thread {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    match builder.enable_all().build() {
+        Ok(rt) => Some(rt),
+        Err(err) => {
+            eprintln!("error: cannot start the async runtime: {err}");
+            None
         }
     }
 }
@@ -182,15 +192,8 @@ fn main() -> std::process::ExitCode {
                 }
             };
             init_logging(&config);
-            let runtime = match tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(err) => {
-                    eprintln!("error: cannot start the async runtime: {err}");
-                    return std::process::ExitCode::FAILURE;
-                }
+            let Some(runtime) = build_runtime(true) else {
+                return std::process::ExitCode::FAILURE;
             };
             match runtime.block_on(serve(config, source)) {
                 Ok(()) => std::process::ExitCode::SUCCESS,
@@ -209,8 +212,15 @@ async fn serve(config: Config, source: ConfigSource) -> anyhow::Result<()> {
     let mut signals = Signals::install()?;
     let node = NodeBuilder::new(config.clone()).start().await?;
     let ws = node.ws_addr.map(|a| a.to_string());
+    let quic = node.quic_url();
+    let webtransport = node.webtransport_url();
+    let listeners = banner::Listeners {
+        ws: ws.as_deref(),
+        quic: quic.as_deref(),
+        webtransport: webtransport.as_deref(),
+    };
     // A closed stdout (a supervisor that stopped reading) must not stop the node.
-    let banner = banner::render(&config, &source, &node.http_addr.to_string(), ws.as_deref());
+    let banner = banner::render(&config, &source, &node.http_addr.to_string(), listeners);
     let _ = writeln!(std::io::stdout(), "{banner}").and_then(|()| std::io::stdout().flush());
     tracing::info!(node_id = %config.server.node_id, http = %node.http_addr, "serving");
     signals.next().await;

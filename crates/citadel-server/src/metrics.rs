@@ -51,6 +51,18 @@ reasons!(
         BadRoomName => "bad_room_name",
         /// Envelopes still queued when their connection closed.
         ConnectionClosed => "connection_closed",
+        /// An outbound datagram larger than the connection's current maximum
+        /// datagram size (or a peer that refused datagrams): not sent.
+        DatagramTooLarge => "datagram_too_large",
+        /// An inbound datagram shorter than the 2-byte kind.
+        MalformedDatagram => "malformed_datagram",
+        /// NA_STATE for an object the sender does not own, or for a
+        /// predicted-authoritative archetype, or with a non-finite transform.
+        ActorStateRefused => "actor_state_refused",
+        /// Transform-sync frames from a client that has not sent HELLO.
+        NotOptedIn => "not_opted_in",
+        /// Owner input frames (the validated-input path is not served yet).
+        InputNotServed => "input_not_served",
     }
 );
 
@@ -111,6 +123,16 @@ impl CloseReason {
     }
 }
 
+impl CloseReason {
+    /// QUIC / WebTransport application close code and reason: the same
+    /// numbers as the WebSocket close codes, so every transport reports a
+    /// close the same way (docs/protocol.md lists them).
+    pub fn quic_close(self) -> (u32, &'static str) {
+        let (code, text) = self.websocket_close();
+        (u32::from(code), text)
+    }
+}
+
 /// Handshake outcomes, counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HandshakeOutcome {
@@ -151,7 +173,7 @@ pub struct Metrics {
     pub rpc_errors: AtomicU64,
     /// HTTP requests served.
     pub http_requests: AtomicU64,
-    drops: [AtomicU64; 12],
+    drops: [AtomicU64; 17],
     closes: [AtomicU64; 13],
 }
 

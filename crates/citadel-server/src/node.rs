@@ -2,15 +2,17 @@
 //!
 //! [`NodeBuilder`] takes the validated config plus the pluggable parts
 //! (session validator, room policy, RPC handlers) and [`NodeBuilder::start`]
-//! binds the HTTP and WebSocket listeners (port 0 works, for tests) and
+//! binds the HTTP, WebSocket, QUIC and WebTransport listeners (port 0
+//! works, for tests; the UDP ones only when enabled, after loading or
+//! creating the TLS certificate) and
 //! returns a [`RunningNode`]. Shutdown: [`RunningNode::shutdown`] stops
 //! accepting, asks every connection to flush and close with a going-away
 //! code, and [`RunningNode::wait`] returns when all tasks ended (bounded by
 //! `shutdown.grace_ms`).
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
@@ -27,6 +29,9 @@ use crate::services::AccountService;
 use crate::services::accounts::StoreSessionValidator;
 use crate::services::live::LiveSessions;
 use crate::store::{PoolSettings, SqlStore, Store};
+use crate::transport::renew::UdpEndpoints;
+use crate::transport::tls::TlsIdentity;
+use crate::transport::webtransport::WtEndpoint;
 
 /// State shared by every task of a node.
 pub struct NodeShared {
@@ -44,6 +49,8 @@ pub struct NodeShared {
     pub accounts: Arc<AccountService>,
     /// Live authenticated connections by session (revocation).
     pub live: Arc<LiveSessions>,
+    /// Networked actors and snapshots.
+    pub hub: Arc<crate::actors::TransformHub>,
     /// Cancelled when the node shuts down.
     pub shutdown: CancellationToken,
     /// Connection and RPC tasks.
@@ -52,6 +59,11 @@ pub struct NodeShared {
     pub connection_slots: Arc<Semaphore>,
     /// When the node started.
     pub started: Instant,
+    /// The TLS identity of QUIC / WebTransport (None when both are off);
+    /// see [`NodeShared::tls`].
+    tls: RwLock<Option<Arc<TlsIdentity>>>,
+    /// Bound WebTransport address (for `GET /v1/webtransport`).
+    pub webtransport_addr: Option<SocketAddr>,
     next_participant: AtomicU64,
 }
 
@@ -64,6 +76,17 @@ impl std::fmt::Debug for NodeShared {
 }
 
 impl NodeShared {
+    /// The certificate QUIC / WebTransport present now (None when both are
+    /// off). A renewed development certificate replaces it.
+    pub fn tls(&self) -> Option<Arc<TlsIdentity>> {
+        self.tls.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Replaces the certificate reported by [`NodeShared::tls`].
+    pub fn set_tls(&self, identity: Arc<TlsIdentity>) {
+        *self.tls.write().unwrap_or_else(|p| p.into_inner()) = Some(identity);
+    }
+
     /// A fresh participant id: non-zero, never reused while the process lives.
     pub fn next_participant_id(&self) -> u64 {
         self.next_participant.fetch_add(1, Ordering::Relaxed)
@@ -161,28 +184,29 @@ impl NodeBuilder {
         } else {
             None
         };
-        for (name, t) in [
-            ("quic", &config.transport.quic),
-            ("webtransport", &config.transport.webtransport),
-        ] {
-            if t.enabled {
-                tracing::warn!(
-                    transport = name,
-                    "transport.{name}.enabled is set, but this build serves WebSocket only"
-                );
-            }
-        }
+        let (quic, webtransport, tls) = bind_udp_transports(&config)?;
+        let webtransport_addr = match &webtransport {
+            Some(endpoint) => Some(endpoint.local_addr()?),
+            None => None,
+        };
+        let metrics = Arc::new(Metrics::default());
         let shared = Arc::new(NodeShared {
-            metrics: Arc::new(Metrics::default()),
+            metrics: metrics.clone(),
             realm: Realm::new(config.rooms.clone(), policy),
             rpc: self.rpc,
             validator,
             accounts,
             live: Arc::new(LiveSessions::default()),
+            hub: Arc::new(crate::actors::TransformHub::new(
+                config.transform_sync.clone(),
+                metrics.clone(),
+            )?),
             shutdown: CancellationToken::new(),
             tasks: TaskTracker::new(),
             connection_slots: Arc::new(Semaphore::new(config.transport.limits.max_connections)),
             started: Instant::now(),
+            tls: RwLock::new(tls),
+            webtransport_addr,
             next_participant: AtomicU64::new(1),
             config,
         });
@@ -190,6 +214,9 @@ impl NodeBuilder {
         shared
             .tasks
             .spawn(crate::services::revocation::run_poller(shared.clone()));
+        if shared.hub.enabled() {
+            shared.tasks.spawn(run_sim(shared.clone()));
+        }
         let http = tokio::spawn(crate::http::serve(http_listener, shared.clone()));
         let ws_addr = match ws_listener {
             Some(listener) => {
@@ -201,12 +228,87 @@ impl NodeBuilder {
             }
             None => None,
         };
+        let mut udp = UdpEndpoints::default();
+        let quic_addr = match quic {
+            Some(endpoint) => {
+                let addr = endpoint.local_addr()?;
+                udp.quic = Some(endpoint.clone());
+                shared
+                    .tasks
+                    .spawn(crate::transport::quic::serve(endpoint, shared.clone()));
+                Some(addr)
+            }
+            None => None,
+        };
+        if let Some(endpoint) = webtransport {
+            udp.webtransport = Some(endpoint.clone());
+            shared.tasks.spawn(crate::transport::webtransport::serve(
+                endpoint,
+                shared.clone(),
+            ));
+        }
+        if shared.tls().is_some_and(|t| t.dev_not_after.is_some()) {
+            shared
+                .tasks
+                .spawn(crate::transport::renew::run(shared.clone(), udp.clone()));
+        }
         Ok(RunningNode {
             http_addr,
             ws_addr,
+            quic_addr,
+            webtransport_addr,
+            udp,
             shared,
             http,
         })
+    }
+}
+
+type UdpTransports = (
+    Option<quinn::Endpoint>,
+    Option<Arc<WtEndpoint>>,
+    Option<Arc<TlsIdentity>>,
+);
+
+/// Loads the TLS identity and binds QUIC / WebTransport when enabled.
+fn bind_udp_transports(config: &Config) -> anyhow::Result<UdpTransports> {
+    let t = &config.transport;
+    if !t.quic.enabled && !t.webtransport.enabled {
+        return Ok((None, None, None));
+    }
+    crate::transport::tls::install_crypto_provider();
+    let identity = Arc::new(crate::transport::tls::load_or_create(&t.tls)?);
+    let quic = if t.quic.enabled {
+        Some(crate::transport::quic::endpoint(
+            &t.quic,
+            &identity,
+            config.quic_addr()?,
+        )?)
+    } else {
+        None
+    };
+    let webtransport = if t.webtransport.enabled {
+        Some(crate::transport::webtransport::endpoint(
+            &t.webtransport,
+            &identity,
+            config.webtransport_addr()?,
+        )?)
+    } else {
+        None
+    };
+    Ok((quic, webtransport, Some(identity)))
+}
+
+/// The transform-sync tick: steps worlds at `sim_hz` and sends snapshots.
+async fn run_sim(shared: Arc<NodeShared>) {
+    let period = Duration::from_secs_f64(1.0 / f64::from(shared.hub.sim_hz().max(1)));
+    let mut ticker = tokio::time::interval(period);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tokio::select! {
+            _ = shared.shutdown.cancelled() => return,
+            _ = ticker.tick() => shared.hub.handle_tick(),
+        }
     }
 }
 
@@ -227,6 +329,11 @@ pub struct RunningNode {
     pub http_addr: SocketAddr,
     /// Bound WebSocket address (if enabled).
     pub ws_addr: Option<SocketAddr>,
+    /// Bound QUIC UDP address (if enabled).
+    pub quic_addr: Option<SocketAddr>,
+    /// Bound WebTransport UDP address (if enabled).
+    pub webtransport_addr: Option<SocketAddr>,
+    udp: UdpEndpoints,
     shared: Arc<NodeShared>,
     http: tokio::task::JoinHandle<()>,
 }
@@ -240,6 +347,28 @@ impl RunningNode {
     /// `ws://` URL of the WebSocket listener.
     pub fn ws_url(&self) -> Option<String> {
         self.ws_addr.map(|a| format!("ws://{a}/"))
+    }
+
+    /// `host:port` of the QUIC listener (for `QuicClient::connect`).
+    pub fn quic_url(&self) -> Option<String> {
+        self.quic_addr.map(|a| a.to_string())
+    }
+
+    /// `https://` URL of the WebTransport session.
+    pub fn webtransport_url(&self) -> Option<String> {
+        self.webtransport_addr.map(|a| {
+            format!(
+                "https://{a}{}",
+                self.shared.config.transport.webtransport.path
+            )
+        })
+    }
+
+    /// Renews the development certificate if it is due at `now` (the node
+    /// checks hourly by itself; this is for tests and operators). True if
+    /// renewed.
+    pub fn renew_certificate_if_due(&self, now: std::time::SystemTime) -> anyhow::Result<bool> {
+        crate::transport::renew::renew_if_due(&self.shared, &self.udp, now)
     }
 
     /// Stops accepting and asks every connection to flush and close.

@@ -14,8 +14,8 @@ use common::*;
 #[tokio::test]
 async fn health_status_and_metrics() {
     let node = start_default().await;
-    let mut a = guest(&node).await;
-    let _b = guest(&node).await;
+    let mut a = guest(&node, Transport::Ws).await;
+    let _b = guest(&node, Transport::Ws).await;
     join(&mut a, "lobby").await;
     let (code, body) = http_get(&node, "/health").await;
     assert_eq!(code, 200);
@@ -57,8 +57,8 @@ async fn health_status_and_metrics() {
 #[tokio::test]
 async fn shutdown_flushes_queued_envelopes_then_closes_going_away() {
     let node = start_default().await;
-    let mut a = guest(&node).await;
-    let mut b = guest(&node).await;
+    let mut a = guest(&node, Transport::Ws).await;
+    let mut b = guest(&node, Transport::Ws).await;
     for i in 0..50u8 {
         a.send(&Envelope::new(500, vec![i])).await.unwrap();
     }
@@ -174,7 +174,8 @@ async fn serve_prints_a_banner_and_exits_cleanly_on_sigterm() {
     })
     .await
     .unwrap();
-    let (mut client, _) = WsClient::connect_as_guest(&url).await.unwrap();
+    let (client, _) = WsClient::connect_as_guest(&url).await.unwrap();
+    let mut client = TestClient::Ws(client);
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()

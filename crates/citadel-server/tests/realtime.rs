@@ -1,5 +1,6 @@
-//! The node's realtime rules over real WebSocket connections on 127.0.0.1:
-//! handshake, relay, rooms, RPC.
+//! The node's realtime rules over real connections on 127.0.0.1: handshake,
+//! relay, rooms, RPC. Every body runs once per transport (`ws::*` and
+//! `quic::*`, see `both_transports!`).
 
 mod common;
 
@@ -12,16 +13,15 @@ use citadel_client::wire::protocol::{
 };
 use citadel_client::wire::room::{RoomCreate, RoomJoined};
 use citadel_client::wire::{Envelope, WireBody};
-use citadel_client::{AuthOutcome, ClientError, WsClient};
+use citadel_client::{AuthOutcome, ClientError};
 use citadel_server::realm::{PolicyContext, RoomLabel, RoomPolicy};
 use common::*;
 
-#[tokio::test]
-async fn guests_are_accepted_and_get_distinct_nonzero_ids() {
+async fn guests_are_accepted_and_get_distinct_nonzero_ids(t: Transport) {
     let node = start_default().await;
-    let mut a = guest(&node).await;
-    let mut b = guest(&node).await;
-    let c = guest(&node).await;
+    let mut a = guest(&node, t).await;
+    let mut b = guest(&node, t).await;
+    let c = guest(&node, t).await;
     a.call_rpc("whoami", b"").await.unwrap();
     let ids: BTreeSet<String> = [
         a.call_rpc("whoami", b"").await.unwrap(),
@@ -35,11 +35,11 @@ async fn guests_are_accepted_and_get_distinct_nonzero_ids() {
     drop(c);
 }
 
-#[tokio::test]
-async fn tokens_are_rejected_until_accounts_exist_and_the_connection_closes() {
+async fn tokens_are_rejected_until_accounts_exist_and_the_connection_closes(t: Transport) {
     let node = start_default().await;
-    let url = node.ws_url().unwrap();
-    let (mut client, outcome) = WsClient::connect_with_token(&url, "some-session-token")
+    let mut client = connect(&node, t).await;
+    let outcome = client
+        .authenticate(Some("some-session-token"))
         .await
         .unwrap();
     assert_eq!(
@@ -52,14 +52,12 @@ async fn tokens_are_rejected_until_accounts_exist_and_the_connection_closes() {
     assert_eq!(code, 1008);
 }
 
-#[tokio::test]
-async fn require_auth_refuses_guests_with_auth_required() {
+async fn require_auth_refuses_guests_with_auth_required(t: Transport) {
     let mut config = test_config();
     config.transport.auth.require_auth = true;
     let node = start(config).await;
-    let (mut client, outcome) = WsClient::connect_as_guest(&node.ws_url().unwrap())
-        .await
-        .unwrap();
+    let mut client = connect(&node, t).await;
+    let outcome = client.authenticate(None).await.unwrap();
     assert_eq!(
         outcome,
         AuthOutcome::Rejected {
@@ -71,20 +69,20 @@ async fn require_auth_refuses_guests_with_auth_required() {
 
 async fn raw_first_frame(
     node: &citadel_server::RunningNode,
+    t: Transport,
     first: Envelope,
-) -> (WsClient, Envelope) {
-    let mut client = WsClient::connect(&node.ws_url().unwrap()).await.unwrap();
+) -> (TestClient, Envelope) {
+    let mut client = connect(node, t).await;
     client.send(&first).await.unwrap();
     let result = recv(&mut client).await;
     (client, result)
 }
 
-#[tokio::test]
-async fn protocol_violations_in_the_handshake_are_rejected_then_closed() {
+async fn protocol_violations_in_the_handshake_are_rejected_then_closed(t: Transport) {
     let node = start_default().await;
     // A first frame that is not KIND_AUTH.
     let (mut client, result) =
-        raw_first_frame(&node, Envelope::new(KIND_POSITION, vec![0; 8])).await;
+        raw_first_frame(&node, t, Envelope::new(KIND_POSITION, vec![0; 8])).await;
     assert_eq!(result.kind, KIND_AUTH_RESULT);
     assert_eq!(
         protocol::decode_auth_result(&result.body)
@@ -95,7 +93,7 @@ async fn protocol_violations_in_the_handshake_are_rejected_then_closed() {
     closed(&mut client).await;
     // An oversized token.
     let huge = vec![b'x'; node.shared().config.transport.auth.max_token_bytes + 1];
-    let (mut client, result) = raw_first_frame(&node, Envelope::new(KIND_AUTH, huge)).await;
+    let (mut client, result) = raw_first_frame(&node, t, Envelope::new(KIND_AUTH, huge)).await;
     assert_eq!(
         protocol::decode_auth_result(&result.body)
             .unwrap()
@@ -104,7 +102,7 @@ async fn protocol_violations_in_the_handshake_are_rejected_then_closed() {
     );
     closed(&mut client).await;
     // A duplicate KIND_AUTH after acceptance.
-    let mut client = guest(&node).await;
+    let mut client = guest(&node, t).await;
     client
         .send(&Envelope::new(KIND_AUTH, Vec::new()))
         .await
@@ -120,22 +118,20 @@ async fn protocol_violations_in_the_handshake_are_rejected_then_closed() {
     assert_eq!((code, reason.as_str()), (1008, "duplicate KIND_AUTH"));
 }
 
-#[tokio::test]
-async fn a_silent_connection_is_closed_after_the_handshake_timeout() {
+async fn a_silent_connection_is_closed_after_the_handshake_timeout(t: Transport) {
     let mut config = test_config();
     config.transport.auth.handshake_timeout_ms = 200;
     let node = start(config).await;
-    let mut client = WsClient::connect(&node.ws_url().unwrap()).await.unwrap();
+    let mut client = connect(&node, t).await;
     let (code, reason) = closed(&mut client).await.expect("close frame");
     assert_eq!(code, 1008);
     assert!(reason.contains("handshake timeout"), "{reason}");
 }
 
-#[tokio::test]
-async fn frames_after_auth_in_the_same_message_wait_for_the_result() {
+async fn frames_after_auth_in_the_same_message_wait_for_the_result(t: Transport) {
     let node = start_default().await;
-    let mut peer = guest(&node).await;
-    let mut client = WsClient::connect(&node.ws_url().unwrap()).await.unwrap();
+    let mut peer = guest(&node, t).await;
+    let mut client = connect(&node, t).await;
     client
         .send_batch(&[
             Envelope::new(KIND_AUTH, Vec::new()),
@@ -159,12 +155,11 @@ async fn frames_after_auth_in_the_same_message_wait_for_the_result() {
     );
 }
 
-#[tokio::test]
-async fn positions_reach_every_other_roomless_participant_but_never_the_sender() {
+async fn positions_reach_every_other_roomless_participant_but_never_the_sender(t: Transport) {
     let node = start_default().await;
-    let mut a = guest(&node).await;
-    let mut b = guest(&node).await;
-    let mut c = guest(&node).await;
+    let mut a = guest(&node, t).await;
+    let mut b = guest(&node, t).await;
+    let mut c = guest(&node, t).await;
     a.send_position(125.0, 64.0).await.unwrap();
     for peer in [&mut b, &mut c] {
         let env = recv_kind(peer, KIND_PEER_POSITION).await;
@@ -175,13 +170,12 @@ async fn positions_reach_every_other_roomless_participant_but_never_the_sender()
     assert_silent(&mut a, Duration::from_millis(300)).await;
 }
 
-#[tokio::test]
-async fn fifty_clients_in_five_rooms_relay_to_exactly_their_room() {
+async fn fifty_clients_in_five_rooms_relay_to_exactly_their_room(t: Transport) {
     let node = start_default().await;
     let mut clients = Vec::new();
     let mut room_of = Vec::new();
     for i in 0..50usize {
-        let mut client = guest(&node).await;
+        let mut client = guest(&node, t).await;
         let room = format!("room-{}", i % 5);
         join(&mut client, &room).await;
         clients.push(client);
@@ -223,11 +217,10 @@ async fn fifty_clients_in_five_rooms_relay_to_exactly_their_room() {
     );
 }
 
-#[tokio::test]
-async fn application_kinds_relay_reliably_and_server_kinds_are_dropped() {
+async fn application_kinds_relay_reliably_and_server_kinds_are_dropped(t: Transport) {
     let node = start_default().await;
-    let mut a = guest(&node).await;
-    let mut b = guest(&node).await;
+    let mut a = guest(&node, t).await;
+    let mut b = guest(&node, t).await;
     a.send(&Envelope::new(100, b"chat-line".to_vec()))
         .await
         .unwrap();
@@ -248,11 +241,10 @@ async fn application_kinds_relay_reliably_and_server_kinds_are_dropped() {
     assert_eq!(status["drops"]["reserved_kind"], 3);
 }
 
-#[tokio::test]
-async fn rooms_join_leave_ready_and_pruning() {
+async fn rooms_join_leave_ready_and_pruning(t: Transport) {
     let node = start_default().await;
-    let mut a = guest(&node).await;
-    let mut b = guest(&node).await;
+    let mut a = guest(&node, t).await;
+    let mut b = guest(&node, t).await;
     let joined = join(&mut a, "lobby").await;
     assert_eq!((joined.map.as_str(), joined.mode.as_str()), ("lobby", ""));
     // Join by id lands in the same room.
@@ -271,7 +263,7 @@ async fn rooms_join_leave_ready_and_pruning() {
     );
     assert_eq!(status["drops"]["stale_room_id"], 1);
     // Relay is room-scoped: a room-less client does not hear the room.
-    let mut outsider = guest(&node).await;
+    let mut outsider = guest(&node, t).await;
     a.send_position(5.0, 5.0).await.unwrap();
     recv_kind(&mut b, KIND_PEER_POSITION).await;
     assert_silent(&mut outsider, Duration::from_millis(200)).await;
@@ -353,16 +345,15 @@ impl RoomPolicy for ClosedAfterTwo {
     }
 }
 
-#[tokio::test]
-async fn policy_labels_max_players_and_open_are_enforced() {
+async fn policy_labels_max_players_and_open_are_enforced(t: Transport) {
     let node = common::builder(test_config())
         .room_policy(std::sync::Arc::new(ClosedAfterTwo))
         .start()
         .await
         .unwrap();
-    let mut a = guest(&node).await;
-    let mut b = guest(&node).await;
-    let mut c = guest(&node).await;
+    let mut a = guest(&node, t).await;
+    let mut b = guest(&node, t).await;
+    let mut c = guest(&node, t).await;
     let joined = join(&mut a, "duel").await;
     assert_eq!(
         (joined.map.as_str(), joined.mode.as_str()),
@@ -386,10 +377,9 @@ async fn policy_labels_max_players_and_open_are_enforced() {
     assert!(status["drops"]["room_join_refused"].as_u64().unwrap() >= 3);
 }
 
-#[tokio::test]
-async fn malformed_room_frames_change_nothing() {
+async fn malformed_room_frames_change_nothing(t: Transport) {
     let node = start_default().await;
-    let mut a = guest(&node).await;
+    let mut a = guest(&node, t).await;
     a.send(&Envelope::new(protocol::KIND_ROOM_CREATE, vec![0, 9, b'x']))
         .await
         .unwrap();
@@ -408,13 +398,12 @@ async fn malformed_room_frames_change_nothing() {
     let _ = RoomJoined::decode(&[]).is_err();
 }
 
-#[tokio::test]
-async fn rpc_replies_go_to_the_caller_only_with_generic_errors() {
+async fn rpc_replies_go_to_the_caller_only_with_generic_errors(t: Transport) {
     let mut config = test_config();
     config.transport.limits.rpc_timeout_ms = 200;
     let node = start(config).await;
-    let mut a = guest(&node).await;
-    let mut b = guest(&node).await;
+    let mut a = guest(&node, t).await;
+    let mut b = guest(&node, t).await;
     assert_eq!(
         &a.call_rpc("echo", b"payload").await.unwrap()[..],
         b"payload"
@@ -449,3 +438,19 @@ async fn rpc_replies_go_to_the_caller_only_with_generic_errors() {
     assert_eq!(status["drops"]["malformed_body"], 2);
     assert_eq!(status["metrics"]["rpc_errors_total"], 3);
 }
+
+both_transports!(
+    guests_are_accepted_and_get_distinct_nonzero_ids,
+    tokens_are_rejected_until_accounts_exist_and_the_connection_closes,
+    require_auth_refuses_guests_with_auth_required,
+    protocol_violations_in_the_handshake_are_rejected_then_closed,
+    a_silent_connection_is_closed_after_the_handshake_timeout,
+    frames_after_auth_in_the_same_message_wait_for_the_result,
+    positions_reach_every_other_roomless_participant_but_never_the_sender,
+    fifty_clients_in_five_rooms_relay_to_exactly_their_room,
+    application_kinds_relay_reliably_and_server_kinds_are_dropped,
+    rooms_join_leave_ready_and_pruning,
+    policy_labels_max_players_and_open_are_enforced,
+    malformed_room_frames_change_nothing,
+    rpc_replies_go_to_the_caller_only_with_generic_errors,
+);

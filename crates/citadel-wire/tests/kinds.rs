@@ -374,3 +374,14 @@ fn malformed_cases_fail_with_their_error_code() {
         }
     }
 }
+
+/// Found by the `service_json` fuzz target: a large number inside a
+/// notification's `content` must survive decode → encode → decode exactly
+/// (serde_json's `float_roundtrip` parser).
+#[test]
+fn notification_numbers_round_trip_exactly() {
+    let body = br#"{"id":"","code":0,"subject":"","content":33333333333333333333333333333300,"sender":"","created_at_unix_ms":0,"read_at_unix_ms":null}"#;
+    let first = Notification::decode(body).unwrap();
+    let again = Notification::decode(&first.encode()).unwrap();
+    assert_eq!(first, again);
+}

@@ -12,12 +12,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
+use citadel_wire::actor::{NaPresence, NaState};
 use citadel_wire::protocol::{
     self, AUTH_REASON_PROTOCOL, AuthResult, FIRST_APPLICATION_KIND, KIND_AUTH, KIND_POSITION,
     KIND_ROOM_CREATE, KIND_ROOM_JOIN, KIND_ROOM_LEAVE, KIND_ROOM_MAP_READY, KIND_RPC_REQUEST,
     RPC_STATUS_ERROR, RPC_STATUS_OK, RpcRequest,
 };
+use citadel_wire::protocol::{
+    KIND_NA_PRESENCE, KIND_NA_STATE, KIND_TSYNC_ACK, KIND_TSYNC_HELLO, KIND_TSYNC_INPUT,
+};
 use citadel_wire::room::{RoomCreate, RoomJoin, RoomLeave, RoomMapReady};
+use citadel_wire::tsync::{InputBundle, TsyncAck};
 use citadel_wire::{Envelope, WireBody};
 use tokio::sync::Semaphore;
 
@@ -239,7 +244,9 @@ impl Connection {
             },
             KIND_ROOM_LEAVE => match RoomLeave::decode(&envelope.body) {
                 Ok(leave) => {
-                    if !self.shared.realm.leave(participant_id, leave.room_id) {
+                    if self.shared.realm.leave(participant_id, leave.room_id) {
+                        self.sync_place();
+                    } else {
                         self.shared.metrics.dropped(DropReason::StaleRoomId);
                     }
                 }
@@ -253,6 +260,12 @@ impl Connection {
                 }
                 Err(_) => self.shared.metrics.dropped(DropReason::MalformedBody),
             },
+            KIND_TSYNC_HELLO | KIND_TSYNC_ACK | KIND_TSYNC_INPUT | KIND_NA_PRESENCE
+            | KIND_NA_STATE
+                if self.shared.hub.enabled() =>
+            {
+                self.handle_transform_sync(envelope.kind, &envelope.body);
+            }
             kind if kind >= FIRST_APPLICATION_KIND => {
                 // No script handler yet: relay under its own kind, reliably.
                 self.relay(kind, &envelope.body, false);
@@ -269,7 +282,48 @@ impl Connection {
         Flow::Continue
     }
 
+    /// Kinds 7, 9, 10, 16, 20: the transform hub owns them.
+    fn handle_transform_sync(&self, kind: u16, body: &[u8]) {
+        let Phase::Live(live) = &self.phase else {
+            return;
+        };
+        let hub = &self.shared.hub;
+        let pid = live.participant_id;
+        let malformed = || self.shared.metrics.dropped(DropReason::MalformedBody);
+        match kind {
+            KIND_TSYNC_HELLO => hub.handle_hello(pid, &self.outbound, live.place.scope().room_id()),
+            KIND_TSYNC_ACK => match TsyncAck::decode(body) {
+                Ok(ack) => hub.handle_ack(pid, &ack),
+                Err(_) => malformed(),
+            },
+            KIND_TSYNC_INPUT => match InputBundle::decode(body) {
+                Ok(bundle) => hub.handle_input(pid, &bundle),
+                Err(_) => malformed(),
+            },
+            KIND_NA_PRESENCE => match NaPresence::decode(body) {
+                Ok(presence) => hub.handle_presence(pid, &presence),
+                Err(_) => malformed(),
+            },
+            _ => match NaState::decode(body) {
+                Ok(state) => {
+                    hub.handle_state(pid, &state);
+                }
+                Err(_) => malformed(),
+            },
+        }
+    }
+
+    /// Tells the transform hub where the participant is now.
+    fn sync_place(&self) {
+        if let Phase::Live(live) = &self.phase {
+            self.shared
+                .hub
+                .handle_place_change(live.participant_id, live.place.scope().room_id());
+        }
+    }
+
     fn count_join(&self, result: Result<u64, JoinRefused>) {
+        self.sync_place();
         match result {
             Ok(_) => {}
             Err(JoinRefused::RoomLimit) => self.shared.metrics.dropped(DropReason::RoomLimit),
@@ -353,6 +407,7 @@ impl Connection {
     /// Removes the participant from the realm (idempotent).
     pub fn handle_disconnect(&mut self) {
         if let Phase::Live(live) = &self.phase {
+            self.shared.hub.handle_disconnect(live.participant_id);
             if let Identity::Authenticated(session) = &live.identity {
                 self.shared
                     .live

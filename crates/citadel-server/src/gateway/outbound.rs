@@ -67,6 +67,19 @@ pub struct Batch {
     pub close: Option<CloseReason>,
 }
 
+/// What a datagram-capable writer should do next.
+#[derive(Debug, Default)]
+pub struct SplitBatch {
+    /// Reliable framed envelopes, concatenated (empty if none).
+    pub reliable: Bytes,
+    /// Number of envelopes in `reliable`.
+    pub reliable_count: usize,
+    /// Unreliable envelopes, each in framed form, oldest first.
+    pub unreliable: Vec<Bytes>,
+    /// Close after writing the above.
+    pub close: Option<CloseReason>,
+}
+
 impl Outbound {
     /// New empty lanes.
     pub fn new(limits: LaneLimits, metrics: Arc<Metrics>) -> Self {
@@ -209,6 +222,55 @@ impl Outbound {
         }
     }
 
+    /// Like [`Outbound::next_batch`], but keeps the lanes apart for
+    /// transports with a datagram path: up to `max_bytes` of reliable frames
+    /// (concatenated, at least one) and up to `max_datagrams` unreliable
+    /// frames (each still framed; the datagram form is `frame.slice(4..)`).
+    pub async fn next_split_batch(&self, max_bytes: usize, max_datagrams: usize) -> SplitBatch {
+        loop {
+            let notified = self.shared.wake.notified();
+            if let Some(batch) = self.take_split_batch(max_bytes, max_datagrams) {
+                return batch;
+            }
+            notified.await;
+        }
+    }
+
+    fn take_split_batch(&self, max_bytes: usize, max_datagrams: usize) -> Option<SplitBatch> {
+        let mut st = self.lock();
+        if st.reliable.is_empty() && st.unreliable.is_empty() {
+            return st.close.map(|close| SplitBatch {
+                close: Some(close),
+                ..SplitBatch::default()
+            });
+        }
+        let mut out = BytesMut::new();
+        let mut batch = SplitBatch::default();
+        while let Some(len) = st.reliable.front().map(Bytes::len) {
+            if batch.reliable_count > 0 && out.len() + len > max_bytes {
+                break;
+            }
+            let Some(frame) = st.reliable.pop_front() else {
+                break;
+            };
+            st.bytes -= frame.len();
+            out.extend_from_slice(&frame);
+            batch.reliable_count += 1;
+        }
+        while batch.unreliable.len() < max_datagrams {
+            let Some(frame) = st.unreliable.pop_front() else {
+                break;
+            };
+            st.bytes -= frame.len();
+            batch.unreliable.push(frame);
+        }
+        batch.reliable = out.freeze();
+        if st.reliable.is_empty() && st.unreliable.is_empty() {
+            batch.close = st.close;
+        }
+        Some(batch)
+    }
+
     fn take_batch(&self, max_bytes: usize) -> Option<Batch> {
         let mut st = self.lock();
         if st.reliable.is_empty() && st.unreliable.is_empty() {
@@ -311,6 +373,29 @@ mod tests {
         assert_eq!(&batch.frames[..], b"abc");
         assert_eq!(batch.close, Some(CloseReason::Shutdown));
         assert!(!out.send_reliable(Bytes::from_static(b"late")));
+    }
+
+    #[tokio::test]
+    async fn split_batches_keep_the_lanes_apart() {
+        let (out, _) = lanes(8, 8, 1 << 20);
+        out.send_unreliable(Bytes::from_static(b"u1"));
+        out.send_reliable(Bytes::from_static(b"r1"));
+        out.send_reliable(Bytes::from_static(b"r2"));
+        out.send_unreliable(Bytes::from_static(b"u2"));
+        out.send_unreliable(Bytes::from_static(b"u3"));
+        out.close(CloseReason::Shutdown);
+        let batch = out.next_split_batch(1024, 2).await;
+        assert_eq!(&batch.reliable[..], b"r1r2");
+        assert_eq!(batch.reliable_count, 2);
+        assert_eq!(
+            batch.unreliable,
+            vec![Bytes::from_static(b"u1"), Bytes::from_static(b"u2")]
+        );
+        assert_eq!(batch.close, None, "u3 still queued");
+        let batch = out.next_split_batch(1024, 2).await;
+        assert_eq!(batch.unreliable.len(), 1);
+        assert_eq!(batch.close, Some(CloseReason::Shutdown));
+        assert_eq!(out.queued(), 0);
     }
 
     #[tokio::test]

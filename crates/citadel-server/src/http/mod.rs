@@ -1,13 +1,16 @@
-//! The HTTP listener: operations endpoints (`ops`) and the player API for
-//! accounts and sessions (`auth`), with one error type mapped to the
+//! The HTTP listener: operations endpoints (`ops`), the player API for
+//! accounts and sessions (`auth`), the WebTransport discovery route
+//! (`webtransport`), with one error type mapped to the
 //! `{code, message}` body in one place (`error`).
 //!
-//! What it is not: no realtime traffic (that is the WebSocket listener).
+//! What it is not: no realtime traffic (that is the WebSocket, QUIC and
+//! WebTransport listeners).
 //! Every request counts toward `http_requests_total`.
 
 mod auth;
 mod error;
 mod ops;
+mod webtransport;
 
 pub use error::ApiError;
 
@@ -38,6 +41,7 @@ pub async fn serve(listener: TcpListener, shared: Arc<NodeShared>) {
 pub fn router(shared: Arc<NodeShared>) -> Router {
     ops::routes()
         .merge(auth::routes())
+        .merge(webtransport::routes())
         .fallback(ops::not_found)
         .with_state(shared)
 }

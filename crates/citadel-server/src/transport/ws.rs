@@ -26,6 +26,7 @@ use crate::gateway::connection::{Connection, Flow};
 use crate::gateway::outbound::{LaneLimits, Outbound};
 use crate::metrics::CloseReason;
 use crate::node::NodeShared;
+use crate::transport::slot::OpenConnection;
 
 type Sink = SplitSink<WebSocketStream<TcpStream>, Message>;
 type Stream = SplitStream<WebSocketStream<TcpStream>>;
@@ -94,8 +95,7 @@ async fn handle_socket(stream: TcpStream, peer: SocketAddr, shared: Arc<NodeShar
             return;
         }
     };
-    let Ok(_slot) = shared.connection_slots.clone().try_acquire_owned() else {
-        shared.metrics.closed(CloseReason::ServerFull);
+    let Some(open) = OpenConnection::try_open(&shared) else {
         let _ = tokio::time::timeout(
             Duration::from_secs(1),
             ws.send(close_message(CloseReason::ServerFull)),
@@ -103,14 +103,6 @@ async fn handle_socket(stream: TcpStream, peer: SocketAddr, shared: Arc<NodeShar
         .await;
         return;
     };
-    shared
-        .metrics
-        .connections_open
-        .fetch_add(1, Ordering::Relaxed);
-    shared
-        .metrics
-        .connections_total
-        .fetch_add(1, Ordering::Relaxed);
     let ws_cfg = &shared.config.transport.websocket;
     let outbound = Outbound::new(
         LaneLimits {
@@ -140,13 +132,8 @@ async fn handle_socket(stream: TcpStream, peer: SocketAddr, shared: Arc<NodeShar
         }
     })
     .await;
-    let final_reason = outbound.close_reason().unwrap_or(reason);
-    shared.metrics.closed(final_reason);
-    shared
-        .metrics
-        .connections_open
-        .fetch_sub(1, Ordering::Relaxed);
-    tracing::debug!(%peer, reason = final_reason.label(), "connection closed");
+    tracing::debug!(%peer, "websocket connection ends");
+    open.finish(outbound.close_reason().unwrap_or(reason));
 }
 
 /// Reads until the client leaves or the connection must close; returns why.

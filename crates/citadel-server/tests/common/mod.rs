@@ -1,11 +1,17 @@
 //! Shared helpers for the node's integration tests: a node on ephemeral
-//! 127.0.0.1 ports with test RPC methods, guest clients, a tiny HTTP GET.
+//! 127.0.0.1 ports (WebSocket, QUIC and WebTransport) with test RPC
+//! methods, [`TestClient`] (one surface over `WsClient` and `QuicClient` so
+//! one test body runs on every transport), a tiny HTTP GET.
 #![allow(dead_code)]
+
+mod client;
+#[allow(unused_imports)]
+pub use client::{AnyClient, TestClient, Transport, node_trust};
 
 use std::time::Duration;
 
 use bytes::Bytes;
-use citadel_client::{AuthOutcome, Envelope, WsClient};
+use citadel_client::{AuthOutcome, Envelope};
 use citadel_server::config::Config;
 use citadel_server::rpc::{RpcContext, RpcError};
 use citadel_server::{NodeBuilder, RunningNode};
@@ -30,8 +36,23 @@ pub fn test_config() -> Config {
     config.database.url = temp_sqlite_url();
     config.http.bind = "127.0.0.1:0".into();
     config.transport.websocket.bind = "127.0.0.1:0".into();
+    config.transport.quic.enabled = true;
+    config.transport.quic.bind = "127.0.0.1:0".into();
+    config.transport.webtransport.enabled = true;
+    config.transport.webtransport.bind = "127.0.0.1:0".into();
+    config.transport.tls.data_dir = test_data_dir();
     config.shutdown.grace_ms = 1_000;
     config
+}
+
+/// A fresh data directory per node (the dev certificate lives there).
+pub fn test_data_dir() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    std::env::temp_dir()
+        .join(format!("citadel-test-{}-{n}", std::process::id()))
+        .display()
+        .to_string()
 }
 
 pub fn builder(config: Config) -> NodeBuilder {
@@ -65,17 +86,25 @@ pub async fn start_default() -> RunningNode {
     start(test_config()).await
 }
 
-pub async fn guest(node: &RunningNode) -> WsClient {
-    let url = node.ws_url().expect("websocket enabled");
-    let (client, outcome) = tokio::time::timeout(STEP, WsClient::connect_as_guest(&url))
+pub async fn guest(node: &RunningNode, t: Transport) -> TestClient {
+    let mut client = connect(node, t).await;
+    let outcome = tokio::time::timeout(STEP, client.authenticate(None))
         .await
-        .expect("connect in time")
-        .expect("connect");
+        .expect("auth in time")
+        .expect("auth");
     assert_eq!(outcome, AuthOutcome::Guest);
     client
 }
 
-pub async fn recv(client: &mut WsClient) -> Envelope {
+/// A connected client that has not sent anything yet.
+pub async fn connect(node: &RunningNode, t: Transport) -> TestClient {
+    tokio::time::timeout(STEP, TestClient::connect(node, t))
+        .await
+        .expect("connect in time")
+        .expect("connect")
+}
+
+pub async fn recv(client: &mut TestClient) -> Envelope {
     tokio::time::timeout(STEP, client.recv())
         .await
         .expect("envelope in time")
@@ -84,7 +113,7 @@ pub async fn recv(client: &mut WsClient) -> Envelope {
 }
 
 /// Receives until `kind` arrives (other kinds are skipped).
-pub async fn recv_kind(client: &mut WsClient, kind: u16) -> Envelope {
+pub async fn recv_kind(client: &mut TestClient, kind: u16) -> Envelope {
     tokio::time::timeout(STEP, client.wait_for_kind(kind))
         .await
         .expect("envelope in time")
@@ -92,25 +121,26 @@ pub async fn recv_kind(client: &mut WsClient, kind: u16) -> Envelope {
 }
 
 /// Asserts nothing arrives within `wait`.
-pub async fn assert_silent(client: &mut WsClient, wait: Duration) {
+pub async fn assert_silent(client: &mut TestClient, wait: Duration) {
     if let Ok(got) = tokio::time::timeout(wait, client.recv()).await {
         panic!("expected silence, got {got:?}");
     }
 }
 
-/// Waits for the server to close the connection; returns the close frame.
-pub async fn closed(client: &mut WsClient) -> Option<(u16, String)> {
+/// Waits for the server to close the connection; returns the close code
+/// and reason (the same numbers on every transport).
+pub async fn closed<C: AnyClient>(client: &mut C) -> Option<(u16, String)> {
     let deadline = tokio::time::Instant::now() + STEP;
     loop {
-        match tokio::time::timeout_at(deadline, client.recv()).await {
+        match tokio::time::timeout_at(deadline, client.next_envelope()).await {
             Err(_) => panic!("connection not closed in time"),
             Ok(Ok(Some(_))) => continue,
-            Ok(_) => return client.close_reason(),
+            Ok(_) => return client.server_close(),
         }
     }
 }
 
-pub async fn join(client: &mut WsClient, name: &str) -> citadel_client::wire::room::RoomJoined {
+pub async fn join(client: &mut TestClient, name: &str) -> citadel_client::wire::room::RoomJoined {
     client.join_or_create_room(name).await.expect("send create");
     tokio::time::timeout(STEP, client.wait_for_room_joined())
         .await

@@ -17,6 +17,6 @@ pub use role::{
     REWIND_BYTES, ROLE_BYTES, Rewind, Role, RoleChange, RoleEvent, TSYNC_ACK_BYTES, TsyncAck,
 };
 pub use snapshot::{
-    CHANGED_LAST_INPUT_SEQ, CHANGED_POSITION, CHANGED_ROTATION, CHANGED_VELOCITY,
-    SNAPSHOT_HEADER_BITS, Snapshot, SnapshotUpdate,
+    CHANGED_LAST_INPUT_SEQ, CHANGED_POSITION, CHANGED_ROTATION, CHANGED_VELOCITY, QuantizedUpdate,
+    SNAPSHOT_HEADER_BITS, Snapshot, SnapshotHeader, SnapshotUpdate, encode_quantized,
 };

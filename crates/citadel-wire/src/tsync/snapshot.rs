@@ -11,7 +11,7 @@
 
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError};
-use crate::quat::{read_quat, write_quat};
+use crate::quat::{PackedQuat, encode_quat, read_quat, write_packed};
 use crate::tsync::TransformCodec;
 
 /// Mask bit: `last_input_seq` present.
@@ -25,6 +25,42 @@ pub const CHANGED_VELOCITY: u8 = 1;
 /// Width of the fixed header.
 pub const SNAPSHOT_HEADER_BITS: usize = 32 + 32 + 32 + 8 + 16 + 16;
 const UPDATE_MIN_BITS: usize = 32 + 16 + 4;
+
+/// Which fields an entry carries (shared by the float and code forms).
+#[derive(Clone, Copy)]
+struct Fields {
+    position: bool,
+    rotation: bool,
+    velocity: bool,
+    seq: bool,
+}
+
+impl Fields {
+    fn of(position: bool, rotation: bool, velocity: bool, seq: bool) -> Self {
+        Fields {
+            position,
+            rotation,
+            velocity,
+            seq,
+        }
+    }
+
+    fn mask(self) -> u8 {
+        (u8::from(self.seq) * CHANGED_LAST_INPUT_SEQ)
+            | (u8::from(self.position) * CHANGED_POSITION)
+            | (u8::from(self.rotation) * CHANGED_ROTATION)
+            | (u8::from(self.velocity) * CHANGED_VELOCITY)
+    }
+
+    fn bits(self, codec: &TransformCodec) -> usize {
+        let on = |flag: bool, bits: u32| if flag { bits as usize } else { 0 };
+        UPDATE_MIN_BITS
+            + on(self.position, codec.position.bits())
+            + on(self.rotation, codec.quat_mode.total_bits())
+            + on(self.velocity, codec.velocity.bits())
+            + on(self.seq, 32)
+    }
+}
 
 /// One object's entry in a snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -46,40 +82,47 @@ pub struct SnapshotUpdate {
 impl SnapshotUpdate {
     /// The 4-bit changed mask this update encodes with.
     pub fn changed_mask(&self) -> u8 {
-        (u8::from(self.last_input_seq.is_some()) * CHANGED_LAST_INPUT_SEQ)
-            | (u8::from(self.position.is_some()) * CHANGED_POSITION)
-            | (u8::from(self.rotation.is_some()) * CHANGED_ROTATION)
-            | (u8::from(self.velocity.is_some()) * CHANGED_VELOCITY)
+        Fields::of(
+            self.position.is_some(),
+            self.rotation.is_some(),
+            self.velocity.is_some(),
+            self.last_input_seq.is_some(),
+        )
+        .mask()
     }
 
     /// Encoded size in bits under `codec`.
     pub fn bit_len(&self, codec: &TransformCodec) -> usize {
-        UPDATE_MIN_BITS
-            + self.position.map_or(0, |_| codec.position.bits() as usize)
-            + self
-                .rotation
-                .map_or(0, |_| codec.quat_mode.total_bits() as usize)
-            + self.velocity.map_or(0, |_| codec.velocity.bits() as usize)
-            + self.last_input_seq.map_or(0, |_| 32)
+        Fields::of(
+            self.position.is_some(),
+            self.rotation.is_some(),
+            self.velocity.is_some(),
+            self.last_input_seq.is_some(),
+        )
+        .bits(codec)
+    }
+
+    /// Quantizes this update with `codec`.
+    pub fn quantize(&self, codec: &TransformCodec) -> Result<QuantizedUpdate, EncodeError> {
+        Ok(QuantizedUpdate {
+            object_id: self.object_id,
+            gen_epoch: self.gen_epoch,
+            position: self
+                .position
+                .map(|p| codec.position.encode(p))
+                .transpose()?,
+            rotation: self.rotation.map(|q| encode_quat(codec.quat_mode, q)),
+            velocity: self
+                .velocity
+                .map(|v| codec.velocity.encode(v))
+                .transpose()?,
+            last_input_seq: self.last_input_seq,
+        })
     }
 
     /// Writes this update.
     pub fn write(&self, w: &mut BitWriter, codec: &TransformCodec) -> Result<(), EncodeError> {
-        w.write_bits(u64::from(self.object_id), 32);
-        w.write_bits(u64::from(self.gen_epoch), 16);
-        w.write_bits(u64::from(self.changed_mask()), 4);
-        if let Some(p) = self.position {
-            codec.position.write(w, p)?;
-        }
-        if let Some(q) = self.rotation {
-            write_quat(w, codec.quat_mode, q);
-        }
-        if let Some(v) = self.velocity {
-            codec.velocity.write(w, v)?;
-        }
-        if let Some(seq) = self.last_input_seq {
-            w.write_bits(u64::from(seq), 32);
-        }
+        self.quantize(codec)?.write(w, codec);
         Ok(())
     }
 
@@ -118,6 +161,114 @@ impl SnapshotUpdate {
     }
 }
 
+/// One object's entry as quantization codes: what a server computes once
+/// per tick and reuses for every recipient (re-quantizing decoded floats is
+/// not idempotent for quaternions, so servers keep codes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct QuantizedUpdate {
+    /// The object.
+    pub object_id: u32,
+    /// Generation epoch.
+    pub gen_epoch: u16,
+    /// Position codes (x, y, z).
+    pub position: Option<[u64; 3]>,
+    /// Packed rotation.
+    pub rotation: Option<PackedQuat>,
+    /// Velocity codes (x, y, z).
+    pub velocity: Option<[u64; 3]>,
+    /// Highest contiguous applied input (owner's snapshot only).
+    pub last_input_seq: Option<u32>,
+}
+
+impl QuantizedUpdate {
+    fn fields(&self) -> Fields {
+        Fields::of(
+            self.position.is_some(),
+            self.rotation.is_some(),
+            self.velocity.is_some(),
+            self.last_input_seq.is_some(),
+        )
+    }
+
+    /// The 4-bit changed mask.
+    pub fn changed_mask(&self) -> u8 {
+        self.fields().mask()
+    }
+
+    /// Encoded size in bits under `codec`.
+    pub fn bit_len(&self, codec: &TransformCodec) -> usize {
+        self.fields().bits(codec)
+    }
+
+    /// Writes the entry.
+    pub fn write(&self, w: &mut BitWriter, codec: &TransformCodec) {
+        w.write_bits(u64::from(self.object_id), 32);
+        w.write_bits(u64::from(self.gen_epoch), 16);
+        w.write_bits(u64::from(self.changed_mask()), 4);
+        if let Some(codes) = self.position {
+            codec.position.write_codes(w, codes);
+        }
+        if let Some(packed) = self.rotation {
+            write_packed(w, codec.quat_mode, packed);
+        }
+        if let Some(codes) = self.velocity {
+            codec.velocity.write_codes(w, codes);
+        }
+        if let Some(seq) = self.last_input_seq {
+            w.write_bits(u64::from(seq), 32);
+        }
+    }
+}
+
+/// The header of a kind-8 body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SnapshotHeader {
+    /// Completed simulation tick.
+    pub server_tick: u32,
+    /// Id of this snapshot.
+    pub snapshot_id: u32,
+    /// Baseline id (0 = full).
+    pub base_snapshot_id: u32,
+    /// Effective send rate.
+    pub send_rate_hz: u8,
+}
+
+/// Encodes a kind-8 body from quantized entries; more than 65 535 removals
+/// or updates is refused.
+pub fn encode_quantized(
+    header: SnapshotHeader,
+    removed: &[u32],
+    updates: &[QuantizedUpdate],
+    codec: &TransformCodec,
+) -> Result<Vec<u8>, EncodeError> {
+    let max = usize::from(u16::MAX);
+    for (what, count) in [
+        ("snapshot removals", removed.len()),
+        ("snapshot updates", updates.len()),
+    ] {
+        if count > max {
+            return Err(EncodeError::TooMany { what, count, max });
+        }
+    }
+    let bits = SNAPSHOT_HEADER_BITS
+        + 32 * removed.len()
+        + updates.iter().map(|u| u.bit_len(codec)).sum::<usize>();
+    let mut w = BitWriter::with_capacity(bits.div_ceil(8));
+    w.write_bits(u64::from(header.server_tick), 32);
+    w.write_bits(u64::from(header.snapshot_id), 32);
+    w.write_bits(u64::from(header.base_snapshot_id), 32);
+    w.write_bits(u64::from(header.send_rate_hz), 8);
+    w.write_bits(removed.len() as u64, 16);
+    w.write_bits(updates.len() as u64, 16);
+    for &id in removed {
+        w.write_bits(u64::from(id), 32);
+    }
+    for update in updates {
+        update.write(&mut w, codec);
+    }
+    Ok(w.into_bytes())
+}
+
 /// A decoded kind-8 body.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Snapshot {
@@ -146,35 +297,18 @@ impl Snapshot {
     /// Encodes the body; more than 65 535 removals or updates, or a NaN
     /// coordinate, is refused.
     pub fn encode(&self, codec: &TransformCodec) -> Result<Vec<u8>, EncodeError> {
-        let max = usize::from(u16::MAX);
-        if self.removed.len() > max {
-            return Err(EncodeError::TooMany {
-                what: "snapshot removals",
-                count: self.removed.len(),
-                max,
-            });
-        }
-        if self.updates.len() > max {
-            return Err(EncodeError::TooMany {
-                what: "snapshot updates",
-                count: self.updates.len(),
-                max,
-            });
-        }
-        let mut w = BitWriter::with_capacity(self.bit_len(codec).div_ceil(8));
-        w.write_bits(u64::from(self.server_tick), 32);
-        w.write_bits(u64::from(self.snapshot_id), 32);
-        w.write_bits(u64::from(self.base_snapshot_id), 32);
-        w.write_bits(u64::from(self.send_rate_hz), 8);
-        w.write_bits(self.removed.len() as u64, 16);
-        w.write_bits(self.updates.len() as u64, 16);
-        for &id in &self.removed {
-            w.write_bits(u64::from(id), 32);
-        }
-        for update in &self.updates {
-            update.write(&mut w, codec)?;
-        }
-        Ok(w.into_bytes())
+        let updates = self
+            .updates
+            .iter()
+            .map(|u| u.quantize(codec))
+            .collect::<Result<Vec<_>, _>>()?;
+        let header = SnapshotHeader {
+            server_tick: self.server_tick,
+            snapshot_id: self.snapshot_id,
+            base_snapshot_id: self.base_snapshot_id,
+            send_rate_hz: self.send_rate_hz,
+        };
+        encode_quantized(header, &self.removed, &updates, codec)
     }
 
     /// Decodes a body with the negotiated codec. Counts are checked against

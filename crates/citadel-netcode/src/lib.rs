@@ -1,0 +1,49 @@
+//! # citadel-netcode
+//!
+//! Server-authoritative transform sync as a sans-IO library: no sockets, no
+//! clocks, no async runtime. Callers pass ticks and time in and poll bytes
+//! out; the same code runs in the node and in single-threaded simulations.
+//!
+//! ## Server half
+//!
+//! - [`world::World`]: objects with id, archetype, owner, epochs, role,
+//!   transform, velocity; a fixed simulation step integrates only
+//!   server-simulated objects (owner-driven ones move by their owner).
+//! - [`frame::Frame`]: the immutable, quantized state of one world after a
+//!   tick, latched once and shared by every recipient (encode once).
+//! - [`sender::SnapshotSender`]: one per client. Builds kind-8 snapshots
+//!   against the newest acknowledged baseline: removed ids, full entries for
+//!   objects new to the client, field deltas otherwise, unchanged objects
+//!   omitted; a priority accumulator fills each datagram up to 1 200 bytes
+//!   so nobody starves; ack handling per the 32-bit window; interest (AOI)
+//!   with hysteresis and RelevancyEnter/Exit roles.
+//!
+//! ## Client half
+//!
+//! - [`receiver::SnapshotReceiver`]: reconstruction (base + removed +
+//!   updates), monotonic and base guards, the 64-entry ring, acks.
+//! - [`interp::Interpolator`]: per-object sample buffers and rendering in the
+//!   past with Hermite/linear position, slerp rotation, bounded
+//!   extrapolation, adaptive delay.
+//!
+//! ## Testing
+//!
+//! [`sim::SimLink`] is a deterministic lossy link (latency, jitter, loss,
+//! duplication, reordering) for single-threaded server+clients scenarios.
+//!
+//! What it is not: no transport, no rooms registry, no Lua; the node wires
+//! those around it.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod frame;
+pub mod interest;
+pub mod interp;
+pub mod receiver;
+pub mod sender;
+pub mod sim;
+pub mod world;
+
+/// Largest datagram payload a snapshot may use, kind included (bytes).
+pub const MAX_SNAPSHOT_DATAGRAM: usize = 1_200;

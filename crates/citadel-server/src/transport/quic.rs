@@ -1,0 +1,154 @@
+//! Native QUIC transport (quinn, ALPN `citadel/0`): the endpoint, its
+//! accept loop, and [`Session`] for a `quinn::Connection`.
+//!
+//! Call order: [`transport_config`] + [`endpoint`] (node start) → [`serve`]
+//! until shutdown; each accepted connection is driven by
+//! [`super::udp_conn::handle_session`]. What it is not: protocol logic (the
+//! driver and the gateway own it).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use bytes::Bytes;
+
+use crate::config::DatagramTransportConfig;
+use crate::node::NodeShared;
+use crate::transport::session::{DatagramRefused, Session};
+use crate::transport::tls::{ALPN_CITADEL, TlsIdentity};
+use crate::transport::udp_conn::handle_session;
+
+/// Inbound datagram bytes buffered per connection before quinn drops new ones.
+const DATAGRAM_RECEIVE_BUFFER: usize = 256 * 1024;
+/// Outbound datagram bytes buffered per connection (oldest dropped past it).
+const DATAGRAM_SEND_BUFFER: usize = 256 * 1024;
+/// Per-stream and per-connection receive windows: the most unread client
+/// bytes one connection can make the server hold.
+const STREAM_RECEIVE_WINDOW: u32 = 1024 * 1024;
+const CONNECTION_RECEIVE_WINDOW: u32 = 4 * 1024 * 1024;
+
+/// The bounded transport parameters shared by QUIC and WebTransport.
+pub fn transport_config(cfg: &DatagramTransportConfig) -> anyhow::Result<quinn::TransportConfig> {
+    let mut t = quinn::TransportConfig::default();
+    let streams = quinn::VarInt::from_u32(cfg.max_client_streams);
+    t.max_concurrent_uni_streams(streams)
+        .max_concurrent_bidi_streams(streams)
+        .stream_receive_window(quinn::VarInt::from_u32(STREAM_RECEIVE_WINDOW))
+        .receive_window(quinn::VarInt::from_u32(CONNECTION_RECEIVE_WINDOW))
+        .datagram_receive_buffer_size(Some(DATAGRAM_RECEIVE_BUFFER))
+        .datagram_send_buffer_size(DATAGRAM_SEND_BUFFER)
+        .max_idle_timeout(Some(
+            quinn::IdleTimeout::try_from(Duration::from_millis(cfg.idle_timeout_ms))
+                .context("idle_timeout_ms")?,
+        ))
+        .keep_alive_interval(
+            (cfg.keep_alive_interval_ms > 0)
+                .then(|| Duration::from_millis(cfg.keep_alive_interval_ms)),
+        );
+    Ok(t)
+}
+
+/// The server configuration for `identity` (also used to swap in a
+/// renewed certificate).
+pub fn server_config(
+    cfg: &DatagramTransportConfig,
+    identity: &TlsIdentity,
+) -> anyhow::Result<quinn::ServerConfig> {
+    let tls = identity.rustls_server_config(&[ALPN_CITADEL])?;
+    let crypto =
+        quinn::crypto::rustls::QuicServerConfig::try_from(tls).context("QUIC TLS configuration")?;
+    let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    server.transport_config(Arc::new(transport_config(cfg)?));
+    Ok(server)
+}
+
+/// Binds the QUIC endpoint.
+pub fn endpoint(
+    cfg: &DatagramTransportConfig,
+    identity: &TlsIdentity,
+    addr: SocketAddr,
+) -> anyhow::Result<quinn::Endpoint> {
+    quinn::Endpoint::server(server_config(cfg, identity)?, addr)
+        .with_context(|| format!("cannot bind transport.quic.bind {addr}"))
+}
+
+/// Accepts QUIC connections until shutdown.
+pub async fn serve(endpoint: quinn::Endpoint, shared: Arc<NodeShared>) {
+    let handshake = Duration::from_millis(shared.config.transport.auth.handshake_timeout_ms);
+    loop {
+        let incoming = tokio::select! {
+            _ = shared.shutdown.cancelled() => break,
+            incoming = endpoint.accept() => incoming,
+        };
+        let Some(incoming) = incoming else { break };
+        let shared = shared.clone();
+        shared.tasks.clone().spawn(async move {
+            let connection = match tokio::time::timeout(handshake, incoming).await {
+                Ok(Ok(connection)) => connection,
+                Ok(Err(err)) => {
+                    tracing::debug!(error = %err, "quic handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!("quic handshake timed out");
+                    return;
+                }
+            };
+            let cfg = shared.config.transport.quic.clone();
+            handle_session(QuicSession(connection), shared, cfg).await;
+        });
+    }
+    // Let connections send their close frames before the socket goes.
+    shared.tasks.clone().spawn(async move {
+        let _ = tokio::time::timeout(Duration::from_secs(2), endpoint.wait_idle()).await;
+    });
+}
+
+/// [`Session`] over a native QUIC connection.
+#[derive(Clone)]
+pub struct QuicSession(pub quinn::Connection);
+
+impl Session for QuicSession {
+    type Recv = quinn::RecvStream;
+    type Sent = quinn::SendStream;
+
+    async fn accept_uni(&self) -> Option<Self::Recv> {
+        self.0.accept_uni().await.ok()
+    }
+
+    async fn accept_bi(&self) -> Option<Self::Recv> {
+        // The send half is dropped: the server answers on its own streams.
+        self.0.accept_bi().await.ok().map(|(_send, recv)| recv)
+    }
+
+    async fn read_datagram(&self) -> Option<Bytes> {
+        self.0.read_datagram().await.ok()
+    }
+
+    fn send_datagram(&self, datagram: Bytes) -> Result<(), DatagramRefused> {
+        match self.0.max_datagram_size() {
+            Some(max) if datagram.len() <= max => {}
+            _ => return Err(DatagramRefused::TooLarge),
+        }
+        self.0.send_datagram(datagram).map_err(|err| match err {
+            quinn::SendDatagramError::ConnectionLost(_) => DatagramRefused::Closed,
+            _ => DatagramRefused::TooLarge,
+        })
+    }
+
+    async fn send_stream(&self, bytes: Bytes) -> Option<Self::Sent> {
+        let mut stream = self.0.open_uni().await.ok()?;
+        stream.write_chunk(bytes).await.ok()?;
+        stream.finish().ok()?;
+        Some(stream)
+    }
+
+    async fn wait_acked(sent: Self::Sent) {
+        let _ = sent.stopped().await;
+    }
+
+    fn close(&self, code: u32, reason: &[u8]) {
+        self.0.close(quinn::VarInt::from_u32(code), reason);
+    }
+}

@@ -1,0 +1,313 @@
+//! Networked actors and transform sync over real WebSocket connections:
+//! the seed 004 flow (own spawn first, then the batch, then others' spawn),
+//! relay-mode movement seen through snapshots, the ownership check, room
+//! scoping, despawn on disconnect and on room leave, predicted archetypes,
+//! malformed bodies, server-owned NPCs (global, room-bound, patrolling).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use citadel_client::actors::{self, ActorEvent, ActorView};
+use citadel_client::wire::Envelope;
+use citadel_client::wire::actor::NaTransform;
+use citadel_client::wire::protocol::{
+    KIND_NA_SPAWN, KIND_NA_SPAWN_BATCH, KIND_TSYNC_HELLO, KIND_TSYNC_ROLE,
+};
+use citadel_server::RunningNode;
+use citadel_server::actors::{NpcSpawn, Patrol};
+use citadel_server::metrics::DropReason;
+use common::*;
+
+struct Player {
+    client: TestClient,
+    view: ActorView,
+    events: Vec<ActorEvent>,
+}
+
+impl Player {
+    async fn join(node: &RunningNode) -> Player {
+        let mut client = guest(node, Transport::Ws).await;
+        client.send(&actors::hello()).await.unwrap();
+        let mut view = ActorView::new();
+        let reply = recv_kind(&mut client, KIND_TSYNC_HELLO).await;
+        let events = view.handle_envelope(&reply);
+        assert!(matches!(events[0], ActorEvent::Negotiated(_)));
+        Player {
+            client,
+            view,
+            events: Vec::new(),
+        }
+    }
+
+    async fn announce(&mut self, archetype: u16, x: f32) {
+        let env = self.view.announce(archetype, at(x, 0.0));
+        self.client.send(&env).await.unwrap();
+    }
+
+    /// Receives for `wait`, feeding the view and acknowledging snapshots.
+    async fn pump(&mut self, wait: Duration) -> Vec<Envelope> {
+        let deadline = Instant::now() + wait;
+        let mut seen = Vec::new();
+        while let Ok(Ok(Some(env))) = tokio::time::timeout(
+            deadline.saturating_duration_since(Instant::now()),
+            self.client.recv(),
+        )
+        .await
+        {
+            self.events.extend(self.view.handle_envelope(&env));
+            if let Some(ack) = self.view.poll_ack() {
+                self.client.send(&ack).await.unwrap();
+            }
+            seen.push(env);
+        }
+        seen
+    }
+
+    async fn pump_until(&mut self, what: &str, mut done: impl FnMut(&Player) -> bool) {
+        let deadline = Instant::now() + STEP;
+        while !done(self) {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            self.pump(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn position_of(&self, object_id: u32) -> Option<[f32; 3]> {
+        self.view
+            .latest()
+            .and_then(|s| s.get(&object_id))
+            .map(|v| v.position)
+    }
+
+    fn knows(&self, object_id: u32) -> bool {
+        self.view.actors().any(|a| a.object_id == object_id)
+    }
+}
+
+fn at(x: f32, y: f32) -> NaTransform {
+    NaTransform {
+        position: [x, y, 100.0],
+        ..NaTransform::IDENTITY
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seed_004_flow_relay_movement_and_despawn() {
+    let node = start_default().await;
+    let mut a = Player::join(&node).await;
+    a.announce(0, 100.0).await;
+    // The owner's own spawn first, then the (empty) batch.
+    let first = recv(&mut a.client).await;
+    assert_eq!(first.kind, KIND_NA_SPAWN);
+    a.events.extend(a.view.handle_envelope(&first));
+    let batch = recv(&mut a.client).await;
+    assert_eq!(batch.kind, KIND_NA_SPAWN_BATCH);
+    a.events.extend(a.view.handle_envelope(&batch));
+    let a_id = a
+        .view
+        .local_object()
+        .expect("own object latched from the spawn before the batch");
+    let mut b = Player::join(&node).await;
+    b.announce(0, 200.0).await;
+    let own = recv(&mut b.client).await;
+    assert_eq!(own.kind, KIND_NA_SPAWN);
+    b.view.handle_envelope(&own);
+    let batch = recv(&mut b.client).await;
+    assert_eq!(batch.kind, KIND_NA_SPAWN_BATCH);
+    b.view.handle_envelope(&batch);
+    let b_id = b.view.local_object().unwrap();
+    assert_ne!(a_id, b_id);
+    assert!(b.knows(a_id), "B's batch carries A's actor");
+    // A hears B's spawn.
+    a.pump_until("B's spawn", |p| p.knows(b_id)).await;
+    assert!(
+        !a.view
+            .actors()
+            .find(|x| x.object_id == b_id)
+            .unwrap()
+            .is_local
+    );
+    // A moves by relay; B sees it through snapshots.
+    for step in 0..10 {
+        a.client
+            .send(&actors::state(a_id, at(100.0 + step as f32 * 50.0, 30.0)))
+            .await
+            .unwrap();
+        a.pump(Duration::from_millis(20)).await;
+    }
+    b.pump_until("A's new position", |p| {
+        p.position_of(a_id)
+            .is_some_and(|pos| (pos[0] - 550.0).abs() < 0.2 && (pos[1] - 30.0).abs() < 0.2)
+    })
+    .await;
+    // A forged NA_STATE (B moving A's object) changes nothing and is counted.
+    let before = node.shared().metrics.drops(DropReason::ActorStateRefused);
+    b.client
+        .send(&actors::state(a_id, at(-9_000.0, 0.0)))
+        .await
+        .unwrap();
+    b.pump(Duration::from_millis(300)).await;
+    assert!((b.position_of(a_id).unwrap()[0] - 550.0).abs() < 0.2);
+    assert_eq!(
+        node.shared().metrics.drops(DropReason::ActorStateRefused),
+        before + 1
+    );
+    // Malformed bodies are rejected and counted.
+    b.client
+        .send(&Envelope::new(
+            citadel_client::wire::protocol::KIND_NA_PRESENCE,
+            vec![0; 41],
+        ))
+        .await
+        .unwrap();
+    b.client
+        .send(&Envelope::new(
+            citadel_client::wire::protocol::KIND_NA_STATE,
+            vec![0; 10],
+        ))
+        .await
+        .unwrap();
+    b.pump(Duration::from_millis(100)).await;
+    assert!(node.shared().metrics.drops(DropReason::MalformedBody) >= 2);
+    // Disconnect: A's actor despawns for B.
+    drop(a);
+    b.pump_until("A's despawn", |p| !p.knows(a_id)).await;
+    b.pump_until("A removed from snapshots", |p| {
+        p.position_of(a_id).is_none()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn actors_are_room_scoped_and_leaving_the_room_despawns() {
+    let node = start_default().await;
+    let mut a = Player::join(&node).await;
+    let mut b = Player::join(&node).await;
+    let mut outsider = Player::join(&node).await;
+    join(&mut a.client, "arena").await;
+    join(&mut b.client, "arena").await;
+    a.announce(0, 0.0).await;
+    a.pump_until("own spawn", |p| p.view.local_object().is_some())
+        .await;
+    let a_id = a.view.local_object().unwrap();
+    b.announce(0, 50.0).await;
+    b.pump_until("A in B's batch", |p| p.knows(a_id)).await;
+    outsider.announce(0, 0.0).await;
+    outsider.pump(Duration::from_millis(400)).await;
+    assert!(!outsider.knows(a_id), "another room's actor is invisible");
+    assert!(outsider.position_of(a_id).is_none());
+    // Leaving the room despawns A everywhere it was visible.
+    let status = status_json(&node).await;
+    let room_id = status["rooms"][0]["id"].as_u64().unwrap();
+    a.client.leave_room(room_id).await.unwrap();
+    b.pump_until("A's despawn after leave", |p| !p.knows(a_id))
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn predicted_archetypes_get_their_role_and_refuse_relay_state() {
+    let mut config = test_config();
+    config.transform_sync.predicted_authoritative_archetypes = vec![7];
+    let node = start(config).await;
+    let mut a = Player::join(&node).await;
+    a.announce(7, 0.0).await;
+    let own = recv(&mut a.client).await;
+    assert_eq!(own.kind, KIND_NA_SPAWN);
+    a.view.handle_envelope(&own);
+    let batch = recv(&mut a.client).await;
+    assert_eq!(batch.kind, KIND_NA_SPAWN_BATCH);
+    a.view.handle_envelope(&batch);
+    let id = a.view.local_object().unwrap();
+    let role = recv(&mut a.client).await;
+    assert_eq!(role.kind, KIND_TSYNC_ROLE, "ROLE follows the self-spawn");
+    let role = citadel_client::wire::tsync::RoleChange::decode(&role.body).unwrap();
+    assert_eq!(
+        (role.object_id, role.role, role.event),
+        (
+            id,
+            citadel_client::wire::tsync::Role::OwnerPredicted,
+            citadel_client::wire::tsync::RoleEvent::Assign
+        )
+    );
+    let before = node.shared().metrics.drops(DropReason::ActorStateRefused);
+    a.client
+        .send(&actors::state(id, at(5_000.0, 0.0)))
+        .await
+        .unwrap();
+    a.pump(Duration::from_millis(300)).await;
+    assert_eq!(
+        node.shared().metrics.drops(DropReason::ActorStateRefused),
+        before + 1
+    );
+    assert!(
+        (a.position_of(id).unwrap()[0]).abs() < 0.2,
+        "position unchanged"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_owned_npcs_global_room_bound_and_patrolling() {
+    let node = start_default().await;
+    let hub = node.shared().hub.clone();
+    let mut lobby = Player::join(&node).await;
+    let mut roomie = Player::join(&node).await;
+    join(&mut roomie.client, "dungeon").await;
+    let room_id = status_json(&node).await["rooms"][0]["id"].as_u64().unwrap();
+    // Late joiners get live NPCs in their batch; spawns reach present clients.
+    let global = hub
+        .spawn_npc(NpcSpawn {
+            archetype: 0,
+            position: [0.0, 0.0, 302.0],
+            room: None,
+            patrol: Some(Patrol {
+                waypoints: vec![
+                    [0.0, 0.0, 302.0],
+                    [500.0, 0.0, 302.0],
+                    [500.0, 500.0, 302.0],
+                ],
+                speed: 250.0,
+            }),
+        })
+        .unwrap();
+    let boss = hub
+        .spawn_npc(NpcSpawn {
+            archetype: 1,
+            position: [10.0, 10.0, 0.0],
+            room: Some(room_id),
+            patrol: None,
+        })
+        .unwrap();
+    lobby
+        .pump_until("global NPC spawn", |p| p.knows(global))
+        .await;
+    roomie
+        .pump_until("global and room NPC", |p| p.knows(global) && p.knows(boss))
+        .await;
+    lobby.pump(Duration::from_millis(200)).await;
+    assert!(!lobby.knows(boss), "room NPC stays in its room");
+    // The patrol moves without script code; both clients see it move.
+    let start = lobby.position_of(global).map_or(0.0, |p| p[0]);
+    lobby
+        .pump_until("patrol progress", |p| {
+            p.position_of(global).is_some_and(|q| q[0] > start + 100.0)
+        })
+        .await;
+    roomie
+        .pump_until("patrol progress (room)", |p| {
+            p.position_of(global).is_some_and(|q| q[0] > 100.0)
+        })
+        .await;
+    assert!(hub.move_npc(boss, [700.0, 0.0, 0.0], Some([10.0, 0.0, 0.0])));
+    roomie
+        .pump_until("boss moved", |p| {
+            p.position_of(boss).is_some_and(|q| q[0] > 690.0)
+        })
+        .await;
+    assert!(hub.despawn_npc(global));
+    lobby
+        .pump_until("global NPC despawn", |p| !p.knows(global))
+        .await;
+    roomie
+        .pump_until("global NPC despawn (room)", |p| !p.knows(global))
+        .await;
+}
