@@ -86,14 +86,31 @@ impl WsClient {
     /// sent; call [`WsClient::authenticate`] next.
     pub async fn connect(url: &str) -> ClientResult<Self> {
         let (socket, _response) = connect_async(url).await.map_err(connect_error)?;
+        Ok(Self::from_socket(socket))
+    }
+
+    /// Opens a WebSocket to `url` over an already connected TCP `stream`
+    /// (for example one bound to a chosen local address, as load generators
+    /// do to spread connections over several source addresses). No frame is
+    /// sent; call [`WsClient::authenticate`] next. The stream's peer should
+    /// be the host named by `url` (it is used for the `Host` header only).
+    pub async fn connect_over(stream: TcpStream, url: &str) -> ClientResult<Self> {
+        let (socket, _response) =
+            tokio_tungstenite::client_async(url, MaybeTlsStream::Plain(stream))
+                .await
+                .map_err(connect_error)?;
+        Ok(Self::from_socket(socket))
+    }
+
+    fn from_socket(socket: Socket) -> Self {
         tracing::debug!("citadel websocket connected");
-        Ok(WsClient {
+        WsClient {
             socket,
             inbound: BytesMut::new(),
             inbox: Inbox::default(),
             state: State::Open,
             close_reason: None,
-        })
+        }
     }
 
     /// Connects, then handshakes with an empty token (guest request). A
