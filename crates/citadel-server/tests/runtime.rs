@@ -638,3 +638,115 @@ citadel.on_rpc("gone", function() citadel.despawn_actor(last) return "ok" end)
     let gone = recv_kind(&mut observer, KIND_NA_DESPAWN).await;
     assert_eq!(&gone.body[..4], &spawn.object_id.to_be_bytes()[..]);
 }
+
+/// Seed 004's patrolling-NPC example, copied verbatim into a test game: the
+/// NPC spawned from the server-wide tick is global, and two clients in two
+/// different rooms both see it walk its loop. A `room = …` NPC stays in
+/// its room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seed_patrol_example_is_seen_moving_by_clients_in_two_rooms() {
+    use citadel_client::actors::{self, ActorView};
+    let dir = script_dir(
+        r#"
+local npcs, spawned = {}, false
+
+citadel.on_tick(function(dt)
+    if not spawned then
+        spawned = true
+        local wps = { {0,0,302}, {500,0,302}, {500,500,302}, {0,500,302} }
+        local s = wps[1]
+        local id = citadel.spawn_actor{ archetype = 0, x = s[1], y = s[2], z = s[3] }
+        npcs[id] = { pos = { s[1], s[2], s[3] }, wps = wps, idx = 2, speed = 250 }
+    end
+    for id, n in pairs(npcs) do
+        local wp = n.wps[n.idx]
+        local dx, dy, dz = wp[1] - n.pos[1], wp[2] - n.pos[2], wp[3] - n.pos[3]
+        local dist = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if dist < 15 then
+            n.idx = (n.idx % #n.wps) + 1                 -- next waypoint (loop)
+        else
+            local step = math.min(n.speed * dt, dist)
+            local ux, uy, uz = dx / dist, dy / dist, dz / dist
+            n.pos[1], n.pos[2], n.pos[3] =
+                n.pos[1] + ux * step, n.pos[2] + uy * step, n.pos[3] + uz * step
+            citadel.move_actor(id, n.pos[1], n.pos[2], n.pos[3],
+                ux * n.speed, uy * n.speed, uz * n.speed) -- position + velocity
+        end
+    end
+end)
+
+citadel.on_rpc("room_npc", function(ctx, body)
+    return tostring(citadel.spawn_actor{ archetype = 9, x = 1, y = 1, z = 1, room = tonumber(body) })
+end)
+"#,
+    );
+    let mut config = lua_config(&dir);
+    config.runtime.tick_hz = 30;
+    let node = NodeBuilder::new(config).start().await.unwrap();
+    let mut clients = Vec::new();
+    for room in ["north", "south"] {
+        let mut c = WsClient::connect_as_guest(&node.ws_url().unwrap())
+            .await
+            .unwrap()
+            .0;
+        c.join_or_create_room(room).await.unwrap();
+        let joined = c.wait_for_room_joined().await.unwrap();
+        c.send(&actors::hello()).await.unwrap();
+        clients.push((c, ActorView::new(), joined.room_id));
+    }
+    // Each client must see the global NPC spawn and then move along x.
+    let north_room = clients[0].2;
+    let deadline = Instant::now() + STEP;
+    let mut seen = [false, false];
+    while seen != [true, true] {
+        assert!(
+            Instant::now() < deadline,
+            "NPC not seen moving in both rooms"
+        );
+        for (i, (client, view, _)) in clients.iter_mut().enumerate() {
+            while let Ok(Ok(Some(env))) =
+                tokio::time::timeout(Duration::from_millis(20), client.recv()).await
+            {
+                view.handle_envelope(&env);
+                if let Some(ack) = view.poll_ack() {
+                    client.send(&ack).await.unwrap();
+                }
+            }
+            let moving = view
+                .actors()
+                .find(|a| a.owner == 0 && a.archetype_id == 0)
+                .and_then(|npc| {
+                    view.latest()
+                        .and_then(|s| s.get(&npc.object_id))
+                        .map(|v| v.position[0] > 100.0)
+                });
+            seen[i] = moving == Some(true);
+        }
+    }
+    // A room-bound NPC reaches only that room.
+    let id = rpc(
+        &mut clients[0].0,
+        "room_npc",
+        north_room.to_string().as_bytes(),
+    )
+    .await
+    .unwrap();
+    assert!(id.parse::<u32>().is_ok());
+    for _ in 0..20 {
+        for (client, view, _) in clients.iter_mut() {
+            while let Ok(Ok(Some(env))) =
+                tokio::time::timeout(Duration::from_millis(10), client.recv()).await
+            {
+                view.handle_envelope(&env);
+            }
+        }
+    }
+    assert!(
+        clients[0].1.actors().any(|a| a.archetype_id == 9),
+        "north sees its room NPC"
+    );
+    assert!(
+        !clients[1].1.actors().any(|a| a.archetype_id == 9),
+        "south does not"
+    );
+}

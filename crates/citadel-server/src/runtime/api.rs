@@ -40,6 +40,8 @@ pub struct ActorSpawn {
     pub waypoints: Vec<[f32; 3]>,
     /// Optional patrol speed, cm/s.
     pub speed: Option<f32>,
+    /// Room the NPC belongs to (`None` = global: every client sees it).
+    pub room: Option<u64>,
 }
 
 /// One effect a script asked for.
@@ -285,6 +287,7 @@ pub fn install(lua: &Lua, citadel: &Table) -> mlua::Result<()> {
                 map: spec.get("map")?,
                 waypoints,
                 speed: spec.get::<Option<f64>>("speed")?.map(|s| s as f32),
+                room: spec.get::<Option<u64>>("room")?,
             };
             push(lua, Command::SpawnActor(spawn), 0)?;
             Ok(id)

@@ -415,6 +415,7 @@ mod tests {
                     map: Some("arena".into()),
                     waypoints: vec![[0.0, 0.0, 302.0], [500.0, 0.0, 302.0]],
                     speed: Some(250.0),
+                    room: None,
                 }),
                 Command::SpawnActor(ActorSpawn {
                     id: FIRST_ACTOR_ID + 1,
@@ -424,6 +425,7 @@ mod tests {
                     map: None,
                     waypoints: vec![],
                     speed: None,
+                    room: None,
                 }),
                 Command::MoveActor {
                     id: FIRST_ACTOR_ID,

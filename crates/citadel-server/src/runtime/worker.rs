@@ -304,20 +304,16 @@ impl Worker {
     }
 
     /// Hands a script's actor command to the transform-sync hub (when
-    /// enabled): the NPC lives in the invocation's room (global for the
-    /// server-wide tick and the default dimension).
-    fn apply_actor(&mut self, node: &crate::node::NodeShared, origin: Origin, command: Command) {
+    /// enabled): an NPC spawned with `room = id` exists only in that room;
+    /// without `room` it is global (every client sees it, as seed 004 says).
+    fn apply_actor(&mut self, node: &crate::node::NodeShared, _origin: Origin, command: Command) {
         if !node.hub.enabled() {
             tracing::debug!(?command, "actor command ignored: transform sync disabled");
             return;
         }
         match command {
             Command::SpawnActor(spawn) => {
-                let room = match origin {
-                    Origin::Participant { room, .. } => room,
-                    Origin::Room(room) => Some(room),
-                    Origin::Server => None,
-                };
+                let room = spawn.room;
                 let patrol = (spawn.ai.as_deref() == Some("patrol") && !spawn.waypoints.is_empty())
                     .then(|| crate::actors::Patrol {
                         waypoints: spawn.waypoints.clone(),
