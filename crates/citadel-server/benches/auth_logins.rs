@@ -2,7 +2,8 @@
 //! and (when reachable) PostgreSQL. Each login is a full `POST
 //! /v1/auth/device` for an existing id: admission-limit charge, credential
 //! lookup, session insert, token pair. Admission limits are raised so the
-//! single loopback source IP is not throttled.
+//! single loopback source IP is not throttled. Each client keeps one
+//! HTTP/1.1 keep-alive connection.
 //!
 //! Run: `cargo bench -p citadel-server --bench auth_logins`
 //! (optional `CITADEL_BENCH_SECS`, default 5).
@@ -18,18 +19,44 @@ const CLIENTS: usize = 32;
 
 async fn post(addr: std::net::SocketAddr, body: &str) -> Option<u16> {
     let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    post_on(&mut stream, body, true).await
+}
+
+/// One request on an open connection; reads exactly the response (headers
+/// plus Content-Length bytes) so the connection can be reused.
+async fn post_on(stream: &mut tokio::net::TcpStream, body: &str, close: bool) -> Option<u16> {
+    let connection = if close { "close" } else { "keep-alive" };
     let request = format!(
-        "POST /v1/auth/device HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "POST /v1/auth/device HTTP/1.1\r\nHost: x\r\nConnection: {connection}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(request.as_bytes()).await.ok()?;
-    let mut raw = Vec::with_capacity(512);
-    stream.read_to_end(&mut raw).await.ok()?;
-    String::from_utf8_lossy(&raw)
-        .split(' ')
-        .nth(1)?
-        .parse()
-        .ok()
+    let mut raw = Vec::with_capacity(1024);
+    let mut buf = [0u8; 2048];
+    let header_end = loop {
+        let n = stream.read(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        raw.extend_from_slice(&buf[..n]);
+        if let Some(pos) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            break pos + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&raw[..header_end]).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    while raw.len() < header_end + length {
+        let n = stream.read(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        raw.extend_from_slice(&buf[..n]);
+    }
+    head.split(' ').nth(1)?.parse().ok()
 }
 
 async fn run(name: &str, url: &str, secs: u64) {
@@ -61,11 +88,25 @@ async fn run(name: &str, url: &str, secs: u64) {
         let (ok, failed) = (ok.clone(), failed.clone());
         tasks.push(tokio::spawn(async move {
             let body = format!(r#"{{"id":"bench-{i}"}}"#);
+            // Each client keeps its HTTP/1.1 connection open, as real clients do.
+            let mut conn = None;
             while Instant::now() < deadline {
-                match post(addr, &body).await {
-                    Some(200) => ok.fetch_add(1, Ordering::Relaxed),
-                    _ => failed.fetch_add(1, Ordering::Relaxed),
+                if conn.is_none() {
+                    conn = tokio::net::TcpStream::connect(addr).await.ok();
+                }
+                let Some(stream) = conn.as_mut() else {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                    continue;
                 };
+                match post_on(stream, &body, false).await {
+                    Some(200) => {
+                        ok.fetch_add(1, Ordering::Relaxed);
+                    }
+                    _ => {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                        conn = None;
+                    }
+                }
             }
         }));
     }
