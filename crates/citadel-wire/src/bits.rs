@@ -134,6 +134,13 @@ impl<'a> BitReader<'a> {
     /// The 8 bytes starting at byte `index`, zero-padded past the end.
     #[inline]
     fn window(&self, index: usize) -> u64 {
+        if let Some(chunk) = self
+            .data
+            .get(index..)
+            .and_then(|rest| rest.first_chunk::<8>())
+        {
+            return u64::from_be_bytes(*chunk);
+        }
         let mut buf = [0u8; 8];
         if let Some(rest) = self.data.get(index..) {
             let take = rest.len().min(8);
