@@ -41,6 +41,7 @@ impl BitWriter {
 
     /// Writes the low `bits` bits of `value` (0..=64; higher bits of `value`
     /// are ignored). Zero bits writes nothing.
+    #[inline]
     pub fn write_bits(&mut self, value: u64, bits: u32) {
         let bits = bits.min(64);
         if bits == 0 {
@@ -122,6 +123,7 @@ impl<'a> BitReader<'a> {
     }
 
     /// Bits not yet consumed.
+    #[inline]
     pub fn remaining_bits(&self) -> usize {
         self.data.len() * 8 - self.pos
     }
@@ -153,6 +155,7 @@ impl<'a> BitReader<'a> {
 
     /// Reads `bits` bits (0..=64) as an unsigned value. Fails with
     /// [`DecodeError::Truncated`] without moving if too few bits remain.
+    #[inline]
     pub fn read_bits(&mut self, bits: u32) -> Result<u64, DecodeError> {
         if bits > 64 {
             return Err(DecodeError::InvalidValue("bit width above 64"));
@@ -175,16 +178,19 @@ impl<'a> BitReader<'a> {
     }
 
     /// Reads one bit.
+    #[inline]
     pub fn read_bool(&mut self) -> Result<bool, DecodeError> {
         Ok(self.read_bits(1)? == 1)
     }
 
     /// Reads a 32-bit field.
+    #[inline]
     pub fn read_u32(&mut self) -> Result<u32, DecodeError> {
         Ok(self.read_bits(32)? as u32)
     }
 
     /// Reads a 16-bit field.
+    #[inline]
     pub fn read_u16(&mut self) -> Result<u16, DecodeError> {
         Ok(self.read_bits(16)? as u16)
     }

@@ -14,8 +14,23 @@ pub const CODEC_ID_SCALAR: u16 = 2;
 /// Codec id of the Vector3 quantizer in schema identities.
 pub const CODEC_ID_VECTOR3: u16 = 3;
 
-fn round_half_up(x: f64) -> f64 {
-    (x + 0.5).floor()
+/// `floor(x + 0.5)`, the contract's rounding.
+#[inline]
+pub(crate) fn round_half_up(x: f64) -> f64 {
+    floor(x + 0.5)
+}
+
+/// `f64::floor` without the libm call (the baseline x86-64 target has no
+/// rounding instruction): exact for every finite value, NaN stays NaN.
+#[inline]
+pub(crate) fn floor(x: f64) -> f64 {
+    // At or beyond 2^52 every f64 is already an integer (this also passes
+    // infinities and NaN through unchanged).
+    if !(x.abs() < 4_503_599_627_370_496.0) || x == 0.0 {
+        return x; // also keeps the sign of -0.0
+    }
+    let t = x as i64 as f64;
+    if t > x { t - 1.0 } else { t }
 }
 
 /// A bounded scalar quantizer.
@@ -88,6 +103,7 @@ impl ScalarCodec {
     }
 
     /// Quantizes `value` (clamped into the bounds).
+    #[inline]
     pub fn encode(&self, value: f32) -> Result<u64, EncodeError> {
         if value.is_nan() {
             return Err(EncodeError::NotANumber);
@@ -99,6 +115,7 @@ impl ScalarCodec {
     }
 
     /// Turns a code back into a value; a code above `steps` is invalid.
+    #[inline]
     pub fn decode(&self, code: u64) -> Result<f32, DecodeError> {
         if code > self.steps {
             return Err(DecodeError::InvalidValue("quantized code above the range"));
@@ -113,6 +130,7 @@ impl ScalarCodec {
     }
 
     /// Reads and decodes one value.
+    #[inline]
     pub fn read(&self, r: &mut BitReader<'_>) -> Result<f32, DecodeError> {
         let code = r.read_bits(self.bits)?;
         self.decode(code)
@@ -218,6 +236,35 @@ impl Vector3Codec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn floor_matches_the_standard_library() {
+        for x in [
+            0.0,
+            -0.0,
+            0.5,
+            -0.5,
+            1.0,
+            -1.0,
+            2.999_999,
+            -2.000_001,
+            1e15 + 0.5,
+            -1e15 - 0.5,
+            4.5e15,
+            -4.5e15,
+            f64::MAX,
+            f64::MIN,
+        ] {
+            assert_eq!(floor(x).to_bits(), x.floor().to_bits(), "{x}");
+        }
+        assert!(floor(f64::NAN).is_nan());
+        assert_eq!(floor(f64::INFINITY), f64::INFINITY);
+        let mut v = 1.0f64;
+        for _ in 0..2000 {
+            v = v * -1.013 + 0.37;
+            assert_eq!(floor(v).to_bits(), v.floor().to_bits(), "{v}");
+        }
+    }
 
     #[test]
     fn default_bit_budgets() {

@@ -121,7 +121,7 @@ pub fn encode_quat(mode: QuatMode, q: [f32; 4]) -> PackedQuat {
 
 fn round_code(c: f64, mode: QuatMode) -> u32 {
     let max = mode.max_code() as f64;
-    let scaled = ((c + SQRT_HALF) / (2.0 * SQRT_HALF) * max + 0.5).floor();
+    let scaled = crate::quant::floor((c + SQRT_HALF) / (2.0 * SQRT_HALF) * max + 0.5);
     scaled.clamp(0.0, max) as u32
 }
 
