@@ -26,7 +26,7 @@ pub(crate) fn round_half_up(x: f64) -> f64 {
 pub(crate) fn floor(x: f64) -> f64 {
     // At or beyond 2^52 every f64 is already an integer (this also passes
     // infinities and NaN through unchanged).
-    if !(x.abs() < 4_503_599_627_370_496.0) || x == 0.0 {
+    if x.is_nan() || x.abs() >= 4_503_599_627_370_496.0 || x == 0.0 {
         return x; // also keeps the sign of -0.0
     }
     let t = x as i64 as f64;
