@@ -130,17 +130,21 @@ impl Interest {
     }
 
     /// Updates against `objects` for a viewer at `viewer`; `pinned` ids (the
-    /// client's own objects) are always relevant.
+    /// client's own objects) are always relevant. Without a `grid` every
+    /// object is a candidate.
     pub fn update(
         &mut self,
         objects: &[FrameObject],
-        grid: &Grid,
+        grid: Option<&Grid>,
         viewer: [f32; 3],
         pinned: &dyn Fn(&FrameObject) -> bool,
     ) -> InterestChange {
         let (_, inner, outer) = self.config.normalized();
         let mut near = Vec::new();
-        grid.query(viewer, outer, &mut near);
+        match grid {
+            Some(grid) => grid.query(viewer, outer, &mut near),
+            None => near.extend(0..objects.len()),
+        }
         let mut keep = BTreeSet::new();
         for &i in &near {
             let Some(o) = objects.get(i) else { continue };

@@ -187,12 +187,14 @@ impl SnapshotSender {
                 for f in frames {
                     all.extend_from_slice(&f.objects);
                 }
+                // A grid indexes one frame; with several frames every
+                // object is a candidate (no per-call grid building).
                 let grid = match grids {
-                    Some([single]) if frames.len() == 1 => single.clone(),
-                    _ => Grid::build(&all, 1.0e9),
+                    Some([single]) if frames.len() == 1 => Some(single),
+                    _ => None,
                 };
                 let pin = move |o: &FrameObject| o.owner == participant_id && o.owner != 0;
-                let change = interest.update(&all, &grid, at, &pin);
+                let change = interest.update(&all, grid, at, &pin);
                 let subscribed = interest.subscribed().clone();
                 for f in frames {
                     for o in &f.objects {

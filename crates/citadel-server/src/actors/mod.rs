@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use citadel_netcode::frame::Frame;
-use citadel_netcode::interest::{Grid, InterestConfig};
+use citadel_netcode::interest::InterestConfig;
 use citadel_netcode::sender::{SenderConfig, SnapshotSender};
 use citadel_netcode::world::{IdAllocator, Motion, Object, World};
 use citadel_wire::Envelope;
@@ -60,7 +60,6 @@ struct HubState {
     worlds: HashMap<u64, World>,
     global: Option<World>,
     frames: HashMap<u64, Arc<Frame>>,
-    grids: HashMap<u64, Arc<Grid>>,
     global_frame: Arc<Frame>,
     clients: HashMap<u64, ClientSync>,
     presences: HashMap<u64, Presence>,
@@ -342,7 +341,6 @@ impl TransformHub {
             if world.is_empty() {
                 st.worlds.remove(&place);
                 st.frames.remove(&place);
-                st.grids.remove(&place);
             }
         }
         st.ids.release(object_id);
@@ -424,14 +422,6 @@ impl TransformHub {
                 .map(|g| Frame::latch(g, &self.codec))
                 .unwrap_or_default(),
         );
-        if self.config.interest_enabled {
-            let cell = self.config.interest_cell_size;
-            st.grids = st
-                .frames
-                .iter()
-                .map(|(k, f)| (*k, Arc::new(Grid::build(&f.objects, cell))))
-                .collect();
-        }
         let empty = Arc::new(Frame::default());
         let send_rate = self.config.send_rate_hz;
         let HubState {
