@@ -1155,7 +1155,10 @@ mod tests {
             path: dir.clone(),
             source,
         })?;
-        let file = dir.join(format!("{}.toml", text.len()));
+        // One file per call: tests run in parallel in one process.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let file = dir.join(format!("{n}.toml"));
         std::fs::write(&file, text).map_err(|source| ConfigError::Read {
             path: file.clone(),
             source,
