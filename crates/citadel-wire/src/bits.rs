@@ -69,8 +69,11 @@ impl BitWriter {
     #[inline]
     fn flush_whole_bytes(&mut self) {
         let whole = (self.used / 8) as usize;
-        let be = self.acc.to_be_bytes();
-        self.bytes.extend_from_slice(&be[..whole]);
+        // A fixed 8-byte append compiles to one store; the tail past the
+        // whole bytes is cut off again.
+        let keep = self.bytes.len() + whole;
+        self.bytes.extend_from_slice(&self.acc.to_be_bytes());
+        self.bytes.truncate(keep);
         self.acc = if whole >= 8 {
             0
         } else {

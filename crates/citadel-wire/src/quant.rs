@@ -41,6 +41,9 @@ pub struct ScalarCodec {
     values_per_unit: u32,
     steps: u64,
     bits: u32,
+    /// `1 / values_per_unit` when that is exact (a power of two): decoding
+    /// then multiplies, which gives the same bits as dividing.
+    exact_reciprocal: Option<f64>,
 }
 
 impl ScalarCodec {
@@ -70,6 +73,9 @@ impl ScalarCodec {
             values_per_unit,
             steps,
             bits,
+            exact_reciprocal: values_per_unit
+                .is_power_of_two()
+                .then(|| 1.0 / f64::from(values_per_unit)),
         })
     }
 
@@ -109,8 +115,11 @@ impl ScalarCodec {
             return Err(EncodeError::NotANumber);
         }
         let v = f64::from(value).clamp(f64::from(self.min), f64::from(self.max));
-        let scaled = round_half_up((v - f64::from(self.min)) * f64::from(self.values_per_unit));
-        let code = if scaled <= 0.0 { 0 } else { scaled as u64 };
+        // `round_half_up` then a saturating cast: after the clamp the sum is
+        // never below 0.5, and for non-negative values the truncating
+        // `as u64` is exactly `floor` (saturating at the top), so no
+        // separate floor step is needed.
+        let code = ((v - f64::from(self.min)) * f64::from(self.values_per_unit) + 0.5) as u64;
         Ok(code.min(self.steps))
     }
 
@@ -120,7 +129,11 @@ impl ScalarCodec {
         if code > self.steps {
             return Err(DecodeError::InvalidValue("quantized code above the range"));
         }
-        Ok((f64::from(self.min) + code as f64 / f64::from(self.values_per_unit)) as f32)
+        let offset = match self.exact_reciprocal {
+            Some(reciprocal) => code as f64 * reciprocal,
+            None => code as f64 / f64::from(self.values_per_unit),
+        };
+        Ok((f64::from(self.min) + offset) as f32)
     }
 
     /// Encodes and writes `value`.
@@ -263,6 +276,62 @@ mod tests {
         for _ in 0..2000 {
             v = v * -1.013 + 0.37;
             assert_eq!(floor(v).to_bits(), v.floor().to_bits(), "{v}");
+        }
+    }
+
+    /// The contract's formulas written the slow, literal way.
+    fn reference_encode(c: &ScalarCodec, value: f32) -> u64 {
+        let v = f64::from(value).clamp(f64::from(c.min), f64::from(c.max));
+        let scaled = ((v - f64::from(c.min)) * f64::from(c.values_per_unit) + 0.5).floor();
+        if scaled <= 0.0 {
+            0
+        } else {
+            (scaled as u64).min(c.steps)
+        }
+    }
+
+    fn reference_decode(c: &ScalarCodec, code: u64) -> f32 {
+        (f64::from(c.min) + code as f64 / f64::from(c.values_per_unit)) as f32
+    }
+
+    #[test]
+    fn fast_paths_give_the_literal_formulas_bits() {
+        let codecs = [
+            ScalarCodec::new(-262_144.0, 262_144.0, 8).unwrap(),
+            ScalarCodec::new(-32_768.0, 32_768.0, 4).unwrap(),
+            ScalarCodec::new(-1000.0, 1000.0, 100).unwrap(),
+            ScalarCodec::new(-7.25, 3.5, 3).unwrap(),
+            ScalarCodec::new(0.0, 1.0, 1 << 31).unwrap(),
+        ];
+        // xorshift over raw f32 bit patterns plus in-range values.
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for codec in &codecs {
+            for _ in 0..20_000 {
+                let raw = f32::from_bits(next() as u32);
+                let span = f64::from(codec.max) - f64::from(codec.min);
+                let inside = (f64::from(codec.min)
+                    + (next() % 1_000_001) as f64 / 1_000_000.0 * span)
+                    as f32;
+                for value in [raw, inside] {
+                    if value.is_nan() {
+                        continue;
+                    }
+                    let code = codec.encode(value).unwrap();
+                    assert_eq!(code, reference_encode(codec, value), "{value:?}");
+                    let back = codec.decode(code).unwrap();
+                    assert_eq!(
+                        back.to_bits(),
+                        reference_decode(codec, code).to_bits(),
+                        "{code}"
+                    );
+                }
+            }
         }
     }
 

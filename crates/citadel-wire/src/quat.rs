@@ -100,29 +100,29 @@ pub fn encode_quat(mode: QuatMode, q: [f32; 4]) -> PackedQuat {
             dropped = i;
         }
     }
-    if v[dropped] < 0.0 {
-        for c in &mut v {
-            *c = -*c;
-        }
-    }
-    let mut codes = [0u32; 3];
-    let mut k = 0;
-    for (i, c) in v.iter().enumerate() {
-        if i != dropped {
-            codes[k] = round_code(*c, mode);
-            k += 1;
-        }
-    }
+    let flip = v[dropped] < 0.0;
+    let codes = KEPT_INDICES[dropped].map(|i| {
+        let c = v[i];
+        round_code(if flip { -c } else { c }, mode)
+    });
     PackedQuat {
         dropped_index: dropped as u8,
         codes,
     }
 }
 
+/// The source indices of the three kept components, by dropped index.
+const KEPT_INDICES: [[usize; 3]; 4] = [[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2]];
+
+/// `clamp(floor((c + √½) / (2√½) · max + 0.5), 0, max)`. The saturating
+/// float-to-int cast is that floor-and-clamp: it truncates toward zero
+/// (which is floor for non-negative values), sends negatives and NaN to 0,
+/// and the `min` caps the top.
+#[inline]
 fn round_code(c: f64, mode: QuatMode) -> u32 {
-    let max = mode.max_code() as f64;
-    let scaled = crate::quant::floor((c + SQRT_HALF) / (2.0 * SQRT_HALF) * max + 0.5);
-    scaled.clamp(0.0, max) as u32
+    let max = mode.max_code();
+    let scaled = (c + SQRT_HALF) / (2.0 * SQRT_HALF) * max as f64 + 0.5;
+    (scaled as i64).clamp(0, max as i64) as u32
 }
 
 /// Reconstructs a unit quaternion (x, y, z, w). Never fails: index and codes
@@ -130,27 +130,53 @@ fn round_code(c: f64, mode: QuatMode) -> u32 {
 pub fn decode_quat(mode: QuatMode, packed: PackedQuat) -> [f32; 4] {
     let max = mode.max_code();
     let index = usize::from(packed.dropped_index & 3);
-    let kept = packed
-        .codes
-        .map(|code| (u64::from(code) & max) as f64 / max as f64 * (2.0 * SQRT_HALF) - SQRT_HALF);
+    let kept = packed.codes.map(|code| {
+        let code = u64::from(code) & max;
+        match mode {
+            QuatMode::Bits9 => KEPT_BITS9.get(code as usize).copied(),
+            QuatMode::Bits10 => KEPT_BITS10.get(code as usize).copied(),
+            QuatMode::Bits15 => None,
+        }
+        .unwrap_or_else(|| kept_component(code, max))
+    });
     let sum_sq: f64 = kept.iter().map(|c| c * c).sum();
     let dropped = (1.0 - sum_sq).max(0.0).sqrt();
     let mut v = [0.0f64; 4];
-    let mut k = 0;
-    for (i, slot) in v.iter_mut().enumerate() {
-        if i == index {
-            *slot = dropped;
-        } else {
-            *slot = kept[k];
-            k += 1;
-        }
+    v[index] = dropped;
+    for (i, value) in KEPT_INDICES[index].into_iter().zip(kept) {
+        v[i] = value;
     }
     let norm = v.iter().map(|c| c * c).sum::<f64>().sqrt();
     if !norm.is_finite() || norm < 1e-6 {
         return [0.0, 0.0, 0.0, 1.0];
     }
+    if norm == 1.0 {
+        // `c / 1.0 == c` exactly; the common case skips four divisions.
+        return v.map(|c| c as f32);
+    }
     v.map(|c| (c / norm) as f32)
 }
+
+/// A kept component's value for `code`: `code / max · 2√½ − √½`.
+const fn kept_component(code: u64, max: u64) -> f64 {
+    code as f64 / max as f64 * (2.0 * SQRT_HALF) - SQRT_HALF
+}
+
+/// [`kept_component`] for every code of a mode, evaluated at compile time
+/// (IEEE arithmetic, the same bits as at run time). The 15-bit mode has no
+/// table: 256 KiB would cost more in cache misses than the division saves.
+const fn kept_table<const N: usize>() -> [f64; N] {
+    let mut table = [0.0; N];
+    let mut code = 0;
+    while code < N {
+        table[code] = kept_component(code as u64, N as u64 - 1);
+        code += 1;
+    }
+    table
+}
+
+static KEPT_BITS9: [f64; 512] = kept_table::<512>();
+static KEPT_BITS10: [f64; 1024] = kept_table::<1024>();
 
 /// Writes a packed quaternion.
 pub fn write_packed(w: &mut BitWriter, mode: QuatMode, packed: PackedQuat) {
@@ -200,6 +226,40 @@ mod tests {
         let mut w = BitWriter::new();
         write_quat(&mut w, QuatMode::Bits10, [0.0, 0.0, 0.0, 1.0]);
         assert_eq!(w.into_bytes(), vec![0xE0, 0x08, 0x02, 0x00]);
+    }
+
+    #[test]
+    fn round_code_is_floor_then_clamp() {
+        for mode in [QuatMode::Bits9, QuatMode::Bits10, QuatMode::Bits15] {
+            let max = mode.max_code() as f64;
+            let mut c = -0.75f64;
+            while c <= 0.75 {
+                for x in [c, -c, c + 1e-17, f64::NAN, f64::INFINITY, -1.0e300] {
+                    let literal = ((x + SQRT_HALF) / (2.0 * SQRT_HALF) * max + 0.5)
+                        .floor()
+                        .clamp(0.0, max) as u32;
+                    assert_eq!(round_code(x, mode), literal, "{mode:?} {x}");
+                }
+                c += 0.000_137;
+            }
+        }
+    }
+
+    #[test]
+    fn kept_tables_match_the_formula() {
+        for (mode, table) in [
+            (QuatMode::Bits9, &KEPT_BITS9[..]),
+            (QuatMode::Bits10, &KEPT_BITS10[..]),
+        ] {
+            let max = mode.max_code();
+            assert_eq!(table.len() as u64, max + 1);
+            for (code, value) in table.iter().enumerate() {
+                let runtime = std::hint::black_box(code as u64) as f64 / max as f64
+                    * (2.0 * SQRT_HALF)
+                    - SQRT_HALF;
+                assert_eq!(value.to_bits(), runtime.to_bits(), "{mode:?} code {code}");
+            }
+        }
     }
 
     #[test]

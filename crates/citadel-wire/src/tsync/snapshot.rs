@@ -241,32 +241,44 @@ pub fn encode_quantized(
     updates: &[QuantizedUpdate],
     codec: &TransformCodec,
 ) -> Result<Vec<u8>, EncodeError> {
+    let bits = SNAPSHOT_HEADER_BITS
+        + 32 * removed.len()
+        + updates.iter().map(|u| u.bit_len(codec)).sum::<usize>();
+    let mut w = start_body(header, removed, updates.len(), bits)?;
+    for update in updates {
+        update.write(&mut w, codec);
+    }
+    Ok(w.into_bytes())
+}
+
+/// Checks the counts, sizes the writer for `bits` and writes the header and
+/// the removed ids; the caller appends `update_count` entries.
+fn start_body(
+    header: SnapshotHeader,
+    removed: &[u32],
+    update_count: usize,
+    bits: usize,
+) -> Result<BitWriter, EncodeError> {
     let max = usize::from(u16::MAX);
     for (what, count) in [
         ("snapshot removals", removed.len()),
-        ("snapshot updates", updates.len()),
+        ("snapshot updates", update_count),
     ] {
         if count > max {
             return Err(EncodeError::TooMany { what, count, max });
         }
     }
-    let bits = SNAPSHOT_HEADER_BITS
-        + 32 * removed.len()
-        + updates.iter().map(|u| u.bit_len(codec)).sum::<usize>();
     let mut w = BitWriter::with_capacity(bits.div_ceil(8));
     w.write_bits(u64::from(header.server_tick), 32);
     w.write_bits(u64::from(header.snapshot_id), 32);
     w.write_bits(u64::from(header.base_snapshot_id), 32);
     w.write_bits(u64::from(header.send_rate_hz), 8);
     w.write_bits(removed.len() as u64, 16);
-    w.write_bits(updates.len() as u64, 16);
+    w.write_bits(update_count as u64, 16);
     for &id in removed {
         w.write_bits(u64::from(id), 32);
     }
-    for update in updates {
-        update.write(&mut w, codec);
-    }
-    Ok(w.into_bytes())
+    Ok(w)
 }
 
 /// A decoded kind-8 body.
@@ -297,18 +309,23 @@ impl Snapshot {
     /// Encodes the body; more than 65 535 removals or updates, or a NaN
     /// coordinate, is refused.
     pub fn encode(&self, codec: &TransformCodec) -> Result<Vec<u8>, EncodeError> {
-        let updates = self
-            .updates
-            .iter()
-            .map(|u| u.quantize(codec))
-            .collect::<Result<Vec<_>, _>>()?;
         let header = SnapshotHeader {
             server_tick: self.server_tick,
             snapshot_id: self.snapshot_id,
             base_snapshot_id: self.base_snapshot_id,
             send_rate_hz: self.send_rate_hz,
         };
-        encode_quantized(header, &self.removed, &updates, codec)
+        // Quantize and write entry by entry: no intermediate list of codes.
+        let mut w = start_body(
+            header,
+            &self.removed,
+            self.updates.len(),
+            self.bit_len(codec),
+        )?;
+        for update in &self.updates {
+            update.write(&mut w, codec)?;
+        }
+        Ok(w.into_bytes())
     }
 
     /// Decodes a body with the negotiated codec. Counts are checked against
