@@ -30,7 +30,7 @@ use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{self, Message};
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async_with_config};
 
 use crate::error::{ClientError, ClientResult};
 use crate::event::{AuthOutcome, ClientEvent};
@@ -83,9 +83,14 @@ impl fmt::Debug for WsClient {
 
 impl WsClient {
     /// Opens a WebSocket to `url` (e.g. `ws://127.0.0.1:7352/`). No frame is
-    /// sent; call [`WsClient::authenticate`] next.
+    /// sent; call [`WsClient::authenticate`] next. Nagle's algorithm is off
+    /// (`TCP_NODELAY`): small realtime frames leave at once instead of
+    /// waiting up to a delayed-ACK period (40 ms on Linux) behind the
+    /// previous one.
     pub async fn connect(url: &str) -> ClientResult<Self> {
-        let (socket, _response) = connect_async(url).await.map_err(connect_error)?;
+        let (socket, _response) = connect_async_with_config(url, None, true)
+            .await
+            .map_err(connect_error)?;
         Ok(Self::from_socket(socket))
     }
 
@@ -95,6 +100,9 @@ impl WsClient {
     /// sent; call [`WsClient::authenticate`] next. The stream's peer should
     /// be the host named by `url` (it is used for the `Host` header only).
     pub async fn connect_over(stream: TcpStream, url: &str) -> ClientResult<Self> {
+        stream
+            .set_nodelay(true)
+            .map_err(|e| ClientError::Connect(format!("TCP_NODELAY: {e}")))?;
         let (socket, _response) =
             tokio_tungstenite::client_async(url, MaybeTlsStream::Plain(stream))
                 .await

@@ -2,11 +2,16 @@
 //! 50, each owner sending NA_STATE at 30 Hz, snapshots at 20 Hz, against a
 //! separate `citadel` process (release build). Reports server CPU (from
 //! /proc), bytes per client per second, and the p50/p99 age of the newest
-//! remote position each client holds (positions carry their send time).
-//! Also the idle cost: bytes per second to a client watching 50 still actors.
+//! remote position each client holds (positions carry their send time, in
+//! ms since the run started, as their x coordinate), plus the age of the
+//! freshest position when a snapshot arrives (the owner→server→viewer path
+//! without the wait for the next snapshot). Then the idle cost: a second
+//! phase with one room of still actors, reporting bytes per second to each
+//! watching client. Each bot keeps its own samples; they are merged at the end.
 //!
 //! Run: `cargo bench -p citadel-server --bench tsync_load`
-//! (`CITADEL_TSYNC_CLIENTS`, `CITADEL_TSYNC_SECS`, `CITADEL_TSYNC_ROOM` to scale).
+//! (`CITADEL_TSYNC_CLIENTS`, `CITADEL_TSYNC_SECS`, `CITADEL_TSYNC_ROOM`,
+//! `CITADEL_TSYNC_IDLE_SECS` to scale).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -17,7 +22,7 @@ use std::time::{Duration, Instant};
 use citadel_client::WsClient;
 use citadel_client::actors::{self, ActorView};
 use citadel_client::wire::actor::NaTransform;
-use tokio::sync::Mutex;
+use citadel_client::wire::protocol::KIND_TSYNC_SNAPSHOT;
 
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -46,21 +51,27 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-struct Shared {
-    bytes: AtomicU64,
-    ages: Mutex<Vec<f64>>,
+/// What one bot measured.
+#[derive(Default)]
+struct BotReport {
+    /// Age of every remote position held, sampled every 100 ms.
+    ages: Vec<f64>,
+    /// Age of the freshest remote position when a snapshot arrives.
+    arrivals: Vec<f64>,
 }
 
 async fn bot(
     url: String,
     room: String,
     started: Instant,
+    measure_from: Instant,
     until: Instant,
-    shared: Arc<Shared>,
+    bytes: Arc<AtomicU64>,
     moving: bool,
-) {
+) -> BotReport {
+    let mut report = BotReport::default();
     let Ok((mut client, _)) = WsClient::connect_as_guest(&url).await else {
-        return;
+        return report;
     };
     let _ = client.join_or_create_room(&room).await;
     let _ = client.wait_for_room_joined().await;
@@ -84,25 +95,97 @@ async fn bot(
                 }
             }
             _ = sample.tick() => {
-                if moving && let (Some(state), Some(me)) = (view.latest(), view.local_object()) {
-                    let now = elapsed_ms(Instant::now());
-                    let mut ages = shared.ages.lock().await;
-                    for (id, v) in state.iter() {
-                        if *id != me && v.position[0] > 0.0 {
-                            ages.push(now - f64::from(v.position[0]));
-                        }
-                    }
+                let now = Instant::now();
+                if moving && now >= measure_from
+                    && let (Some(state), Some(me)) = (view.latest(), view.local_object()) {
+                    let now = elapsed_ms(now);
+                    report.ages.extend(state.iter()
+                        .filter(|(id, v)| **id != me && v.position[0] > 0.0)
+                        .map(|(_, v)| now - f64::from(v.position[0])));
                 }
             }
             msg = client.recv() => {
                 let Ok(Some(env)) = msg else { break };
-                shared.bytes.fetch_add(env.body.len() as u64 + 6, Ordering::Relaxed);
+                let now = Instant::now();
+                if now >= measure_from && now < until {
+                    bytes.fetch_add(env.body.len() as u64 + 6, Ordering::Relaxed);
+                }
                 view.handle_envelope(&env);
+                if moving && now >= measure_from && env.kind == KIND_TSYNC_SNAPSHOT
+                    && let (Some(state), Some(me)) = (view.latest(), view.local_object()) {
+                    let now = elapsed_ms(now);
+                    let freshest = state.iter()
+                        .filter(|(id, v)| **id != me && v.position[0] > 0.0)
+                        .map(|(_, v)| now - f64::from(v.position[0]))
+                        .fold(f64::INFINITY, f64::min);
+                    if freshest.is_finite() {
+                        report.arrivals.push(freshest);
+                    }
+                }
                 if let Some(ack) = view.poll_ack() {
                     let _ = client.send(&ack).await;
                 }
             }
         }
+    }
+    report
+}
+
+/// One measured phase: `clients` bots in rooms of `room_size`, a 3 s ramp,
+/// then `secs` of measurement.
+struct Phase {
+    clients: u64,
+    secs: u64,
+    moving: bool,
+}
+
+struct PhaseResult {
+    wall: f64,
+    cpu_cores: f64,
+    bytes_per_client_s: f64,
+    ages: Vec<f64>,
+    arrivals: Vec<f64>,
+}
+
+async fn run_phase(url: &str, pid: u32, room_size: u64, prefix: &str, phase: Phase) -> PhaseResult {
+    let started = Instant::now();
+    let measure_from = started + Duration::from_secs(3);
+    let until = measure_from + Duration::from_secs(phase.secs);
+    let bytes = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for i in 0..phase.clients {
+        let room = format!("{prefix}-{}", i / room_size);
+        tasks.push(tokio::spawn(bot(
+            url.to_owned(),
+            room,
+            started,
+            measure_from,
+            until,
+            bytes.clone(),
+            phase.moving,
+        )));
+    }
+    tokio::time::sleep_until(measure_from.into()).await;
+    let cpu0 = cpu_ticks(pid);
+    let t0 = Instant::now();
+    let mut ages = Vec::new();
+    let mut arrivals = Vec::new();
+    for t in tasks {
+        if let Ok(report) = t.await {
+            ages.extend(report.ages);
+            arrivals.extend(report.arrivals);
+        }
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = (cpu_ticks(pid) - cpu0) as f64 / 100.0;
+    ages.sort_by(f64::total_cmp);
+    arrivals.sort_by(f64::total_cmp);
+    PhaseResult {
+        wall,
+        cpu_cores: cpu / wall,
+        bytes_per_client_s: bytes.load(Ordering::Relaxed) as f64 / wall / phase.clients as f64,
+        ages,
+        arrivals,
     }
 }
 
@@ -148,37 +231,27 @@ fn main() {
         .build()
         .expect("runtime");
     let report = rt.block_on(async move {
-        let started = Instant::now();
-        let shared = Arc::new(Shared { bytes: AtomicU64::new(0), ages: Mutex::new(Vec::new()) });
-        let ramp = Duration::from_secs(3);
-        let until = started + ramp + Duration::from_secs(secs);
-        let mut tasks = Vec::new();
-        for i in 0..clients {
-            let room = format!("room-{}", i / room_size);
-            tasks.push(tokio::spawn(bot(url.clone(), room, started, until, shared.clone(), true)));
-        }
-        tokio::time::sleep(ramp).await;
-        shared.bytes.store(0, Ordering::Relaxed);
-        shared.ages.lock().await.clear();
-        let cpu0 = cpu_ticks(pid);
-        let t0 = Instant::now();
-        for t in tasks {
-            let _ = t.await;
-        }
-        let wall = t0.elapsed().as_secs_f64();
-        let cpu = (cpu_ticks(pid) - cpu0) as f64 / 100.0;
-        let mut ages = shared.ages.lock().await.clone();
-        ages.sort_by(f64::total_cmp);
-        let bytes = shared.bytes.load(Ordering::Relaxed) as f64;
+        let load = run_phase(&url, pid, room_size, "room", Phase { clients, secs, moving: true }).await;
+        // Idle cost: one room of `room_size` actors that never move.
+        let idle_secs = env("CITADEL_TSYNC_IDLE_SECS", 5);
+        let idle = run_phase(&url, pid, room_size, "idle", Phase { clients: room_size, secs: idle_secs, moving: false }).await;
         format!(
-            "tsync: {clients} clients, rooms of {room_size}, NA_STATE 30 Hz, snapshots 20 Hz, {wall:.1} s\n\
+            "tsync: {clients} clients, rooms of {room_size}, NA_STATE 30 Hz, snapshots 20 Hz, {:.1} s\n\
              server CPU: {:.2} cores\nbytes per client per second: {:.0}\n\
-             newest remote position age: p50 {:.1} ms, p99 {:.1} ms ({} samples)",
-            cpu / wall,
-            bytes / wall / clients as f64,
-            percentile(&ages, 0.5),
-            percentile(&ages, 0.99),
-            ages.len()
+             newest remote position age: p50 {:.1} ms, p99 {:.1} ms ({} samples)\n\
+             freshest position age on snapshot arrival: p50 {:.1} ms, p99 {:.1} ms\n\
+             idle: {room_size} still actors, {:.1} s: {:.1} bytes per client per second, server CPU {:.3} cores",
+            load.wall,
+            load.cpu_cores,
+            load.bytes_per_client_s,
+            percentile(&load.ages, 0.5),
+            percentile(&load.ages, 0.99),
+            load.ages.len(),
+            percentile(&load.arrivals, 0.5),
+            percentile(&load.arrivals, 0.99),
+            idle.wall,
+            idle.bytes_per_client_s,
+            idle.cpu_cores,
         )
     });
     println!("{report}");
