@@ -432,3 +432,35 @@ fn connect_error(err: tungstenite::Error) -> ClientError {
         other => ClientError::Connect(other.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::TcpListener;
+
+    /// Both ways of connecting leave Nagle's algorithm off.
+    #[tokio::test]
+    async fn connections_set_tcp_nodelay() -> Result<(), Box<dyn std::error::Error>> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let server = tokio::spawn(async move {
+            for _ in 0..2 {
+                let (tcp, _) = listener.accept().await?;
+                tokio::spawn(tokio_tungstenite::accept_async(tcp));
+            }
+            Ok::<_, std::io::Error>(())
+        });
+        let url = format!("ws://{addr}/");
+        let direct = WsClient::connect(&url).await?;
+        let stream = TcpStream::connect(addr).await?;
+        let over = WsClient::connect_over(stream, &url).await?;
+        for client in [&direct, &over] {
+            let MaybeTlsStream::Plain(tcp) = client.socket.get_ref() else {
+                return Err("expected a plain TCP stream".into());
+            };
+            assert!(tcp.nodelay()?, "TCP_NODELAY is off");
+        }
+        server.await??;
+        Ok(())
+    }
+}

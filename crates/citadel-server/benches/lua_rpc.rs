@@ -44,7 +44,9 @@ async fn run_client(
     measure_from: Instant,
     end: Instant,
 ) -> anyhow::Result<ClientStats> {
-    let (mut ws, _) = tokio_tungstenite::connect_async(url.as_str()).await?;
+    // Nagle off, as every realtime client should (see citadel-client).
+    let (mut ws, _) =
+        tokio_tungstenite::connect_async_with_config(url.as_str(), None, true).await?;
     ws.send(Message::Binary(
         Envelope::new(KIND_AUTH, Vec::new()).encode_framed(),
     ))
