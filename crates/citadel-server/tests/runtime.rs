@@ -387,6 +387,9 @@ end)
             let got = recv_kind(&mut c, 150).await;
             assert_eq!(&split(&got).1[..], &rounds.to_be_bytes()[..]);
             rounds += 1;
+            // Two messages a round: pace well under the default per-connection
+            // rate limit (200/s, burst 400), which would drop relays.
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
         rounds
     });
