@@ -114,10 +114,10 @@ pub fn encode_quat(mode: QuatMode, q: [f32; 4]) -> PackedQuat {
 /// The source indices of the three kept components, by dropped index.
 const KEPT_INDICES: [[usize; 3]; 4] = [[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2]];
 
-/// `clamp(floor((c + √½) / (2√½) · max + 0.5), 0, max)`. The saturating
-/// float-to-int cast is that floor-and-clamp: it truncates toward zero
-/// (which is floor for non-negative values), sends negatives and NaN to 0,
-/// and the `min` caps the top.
+/// `clamp(floor((c + √½) / (2√½) · max + 0.5), 0, max)` without a floor:
+/// the cast to `i64` truncates toward zero, which is floor for non-negative
+/// values; a negative value truncates to at most 0 and NaN casts to 0, so
+/// after the clamp every input gets the literal formula's code.
 #[inline]
 fn round_code(c: f64, mode: QuatMode) -> u32 {
     let max = mode.max_code();
