@@ -215,6 +215,7 @@ wire_body!(NaState, KIND_NA_STATE);
 #[cfg(test)]
 mod tests {
     use super::*;
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
 
     #[test]
     fn sizes_match_the_spec() {
@@ -256,8 +257,8 @@ mod tests {
     }
 
     #[test]
-    fn batch_overrun_is_rejected_and_empty_is_valid() {
-        assert_eq!(NaSpawnBatch::decode(&[0, 0]).unwrap().spawns.len(), 0);
+    fn batch_overrun_is_rejected_and_empty_is_valid() -> TestResult {
+        assert_eq!(NaSpawnBatch::decode(&[0, 0])?.spawns.len(), 0);
         let mut body = vec![0, 2];
         body.extend_from_slice(&[0; 54]);
         assert_eq!(NaSpawnBatch::decode(&body), Err(DecodeError::Truncated));
@@ -265,5 +266,6 @@ mod tests {
             NaSpawnBatch::decode(&[0, 0xFF, 0xFF]),
             Err(DecodeError::Truncated)
         );
+        Ok(())
     }
 }

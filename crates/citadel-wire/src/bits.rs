@@ -263,6 +263,7 @@ pub fn ceil_log2(n: u128) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
 
     #[test]
     fn spec_examples() {
@@ -276,45 +277,48 @@ mod tests {
     }
 
     #[test]
-    fn u32_on_a_byte_boundary_is_big_endian() {
+    fn u32_on_a_byte_boundary_is_big_endian() -> TestResult {
         let mut w = BitWriter::new();
         w.write_bits(0x0102_0304, 32);
         w.write_bits(u64::MAX, 64);
         let bytes = w.into_bytes();
         assert_eq!(&bytes[..4], &[1, 2, 3, 4]);
         let mut r = BitReader::new(&bytes);
-        assert_eq!(r.read_bits(32).unwrap(), 0x0102_0304);
-        assert_eq!(r.read_bits(64).unwrap(), u64::MAX);
-        r.finish().unwrap();
+        assert_eq!(r.read_bits(32)?, 0x0102_0304);
+        assert_eq!(r.read_bits(64)?, u64::MAX);
+        r.finish()?;
+        Ok(())
     }
 
     #[test]
-    fn failed_read_does_not_move() {
+    fn failed_read_does_not_move() -> TestResult {
         let data = [0xFF];
         let mut r = BitReader::new(&data);
-        assert_eq!(r.read_bits(3).unwrap(), 7);
+        assert_eq!(r.read_bits(3)?, 7);
         assert_eq!(r.read_bits(6), Err(DecodeError::Truncated));
         assert_eq!(r.position(), 3);
-        assert_eq!(r.read_bits(5).unwrap(), 31);
+        assert_eq!(r.read_bits(5)?, 31);
+        Ok(())
     }
 
     #[test]
-    fn finish_rules() {
+    fn finish_rules() -> TestResult {
         let data = [0b1010_0000];
         let mut r = BitReader::new(&data);
-        r.read_bits(3).unwrap();
+        r.read_bits(3)?;
         assert_eq!(r.finish(), Ok(()));
         let data = [0b1010_0001];
         let mut r = BitReader::new(&data);
-        r.read_bits(3).unwrap();
+        r.read_bits(3)?;
         assert_eq!(r.finish(), Err(DecodeError::NonZeroPadding));
         let data = [0, 0];
         let r = BitReader::new(&data);
         assert_eq!(r.finish(), Err(DecodeError::TrailingBytes));
+        Ok(())
     }
 
     #[test]
-    fn unaligned_round_trip() {
+    fn unaligned_round_trip() -> TestResult {
         let mut w = BitWriter::new();
         let fields: [(u64, u32); 6] = [
             (5, 3),
@@ -332,9 +336,10 @@ mod tests {
         assert_eq!(bytes.len(), bits.div_ceil(8));
         let mut r = BitReader::new(&bytes);
         for (v, b) in fields {
-            assert_eq!(r.read_bits(b).unwrap(), v);
+            assert_eq!(r.read_bits(b)?, v);
         }
-        r.finish().unwrap();
+        r.finish()?;
+        Ok(())
     }
 
     #[test]

@@ -159,6 +159,7 @@ pub fn decode_datagram_bytes(mut datagram: Bytes) -> Result<Envelope, WireError>
 #[cfg(test)]
 mod tests {
     use super::*;
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
 
     #[test]
     fn framed_layout_is_length_kind_body() {
@@ -178,17 +179,18 @@ mod tests {
     }
 
     #[test]
-    fn several_frames_decode_in_order() {
+    fn several_frames_decode_in_order() -> TestResult {
         let mut buf = BytesMut::new();
         Envelope::new(1, vec![9; 8]).encode_framed_into(&mut buf);
         Envelope::new(2, Vec::new()).encode_framed_into(&mut buf);
         buf.extend_from_slice(&[0, 0]);
-        let a = decode_framed(&mut buf).unwrap().unwrap();
-        let b = decode_framed(&mut buf).unwrap().unwrap();
+        let a = decode_framed(&mut buf)?.ok_or("first frame missing")?;
+        let b = decode_framed(&mut buf)?.ok_or("second frame missing")?;
         assert_eq!((a.kind, a.body.len()), (1, 8));
         assert_eq!((b.kind, b.body.len()), (2, 0));
         assert_eq!(decode_framed(&mut buf), Ok(None));
         assert_eq!(buf.len(), 2);
+        Ok(())
     }
 
     #[test]
@@ -210,12 +212,13 @@ mod tests {
     }
 
     #[test]
-    fn datagram_needs_a_kind() {
+    fn datagram_needs_a_kind() -> TestResult {
         assert_eq!(
             decode_datagram(&[7]),
             Err(WireError::DatagramTooSmall { len: 1 })
         );
-        let env = decode_datagram(&[0, 8]).unwrap();
+        let env = decode_datagram(&[0, 8])?;
         assert_eq!((env.kind, env.body.len()), (8, 0));
+        Ok(())
     }
 }

@@ -249,6 +249,7 @@ impl Vector3Codec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
 
     #[test]
     fn floor_matches_the_standard_library() {
@@ -295,13 +296,13 @@ mod tests {
     }
 
     #[test]
-    fn fast_paths_give_the_literal_formulas_bits() {
+    fn fast_paths_give_the_literal_formulas_bits() -> TestResult {
         let codecs = [
-            ScalarCodec::new(-262_144.0, 262_144.0, 8).unwrap(),
-            ScalarCodec::new(-32_768.0, 32_768.0, 4).unwrap(),
-            ScalarCodec::new(-1000.0, 1000.0, 100).unwrap(),
-            ScalarCodec::new(-7.25, 3.5, 3).unwrap(),
-            ScalarCodec::new(0.0, 1.0, 1 << 31).unwrap(),
+            ScalarCodec::new(-262_144.0, 262_144.0, 8)?,
+            ScalarCodec::new(-32_768.0, 32_768.0, 4)?,
+            ScalarCodec::new(-1000.0, 1000.0, 100)?,
+            ScalarCodec::new(-7.25, 3.5, 3)?,
+            ScalarCodec::new(0.0, 1.0, 1 << 31)?,
         ];
         // xorshift over raw f32 bit patterns plus in-range values.
         let mut state = 0x9E37_79B9_7F4A_7C15u64;
@@ -322,9 +323,9 @@ mod tests {
                     if value.is_nan() {
                         continue;
                     }
-                    let code = codec.encode(value).unwrap();
+                    let code = codec.encode(value)?;
                     assert_eq!(code, reference_encode(codec, value), "{value:?}");
-                    let back = codec.decode(code).unwrap();
+                    let back = codec.decode(code)?;
                     assert_eq!(
                         back.to_bits(),
                         reference_decode(codec, code).to_bits(),
@@ -333,19 +334,20 @@ mod tests {
                 }
             }
         }
+        Ok(())
     }
 
     #[test]
-    fn default_bit_budgets() {
+    fn default_bit_budgets() -> TestResult {
         let pos = Vector3Codec::new(
             [-262_144.0, -262_144.0, -32_768.0],
             [262_144.0, 262_144.0, 32_768.0],
             8,
-        )
-        .unwrap();
+        )?;
         assert_eq!(pos.bits(), 66);
-        let vel = Vector3Codec::new([-32_768.0; 3], [32_768.0; 3], 4).unwrap();
+        let vel = Vector3Codec::new([-32_768.0; 3], [32_768.0; 3], 4)?;
         assert_eq!(vel.bits(), 57);
+        Ok(())
     }
 
     #[test]
@@ -366,11 +368,12 @@ mod tests {
     }
 
     #[test]
-    fn nan_is_an_error_and_infinities_saturate() {
-        let c = ScalarCodec::new(0.0, 4.0, 1).unwrap();
+    fn nan_is_an_error_and_infinities_saturate() -> TestResult {
+        let c = ScalarCodec::new(0.0, 4.0, 1)?;
         assert_eq!(c.encode(f32::NAN), Err(EncodeError::NotANumber));
         assert_eq!(c.encode(f32::INFINITY), Ok(4));
         assert_eq!(c.encode(f32::NEG_INFINITY), Ok(0));
         assert!(c.decode(5).is_err());
+        Ok(())
     }
 }

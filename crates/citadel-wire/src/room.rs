@@ -111,9 +111,10 @@ wire_body!(RoomJoined, KIND_ROOM_JOINED);
 #[cfg(test)]
 mod tests {
     use super::*;
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
 
     #[test]
-    fn seed_example_layout() {
+    fn seed_example_layout() -> TestResult {
         let body = RoomCreate {
             params: b"lobby".to_vec(),
         }
@@ -125,7 +126,8 @@ mod tests {
             map: "Forest".into(),
             mode: String::new(),
         };
-        assert_eq!(RoomJoined::decode(&joined.encode()).unwrap(), joined);
+        assert_eq!(RoomJoined::decode(&joined.encode())?, joined);
         assert_eq!(RoomJoin::decode(&[0; 7]), Err(DecodeError::Truncated));
+        Ok(())
     }
 }

@@ -59,6 +59,7 @@ pub fn read_varint_u32(r: &mut BitReader<'_>) -> Result<u32, DecodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
 
     fn encode(v: u64) -> Vec<u8> {
         let mut w = BitWriter::new();
@@ -77,7 +78,7 @@ mod tests {
     }
 
     #[test]
-    fn round_trip_edges() {
+    fn round_trip_edges() -> TestResult {
         for v in [
             0,
             1,
@@ -91,9 +92,10 @@ mod tests {
         ] {
             let bytes = encode(v);
             let mut r = BitReader::new(&bytes);
-            assert_eq!(read_varint(&mut r).unwrap(), v);
-            r.finish().unwrap();
+            assert_eq!(read_varint(&mut r)?, v);
+            r.finish()?;
         }
+        Ok(())
     }
 
     #[test]

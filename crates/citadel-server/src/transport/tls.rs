@@ -203,6 +203,7 @@ fn sha256(der: &[u8]) -> [u8; 32] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
 
     fn temp_dir(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("citadel-tls-{name}-{}", std::process::id()));
@@ -211,30 +212,30 @@ mod tests {
     }
 
     #[test]
-    fn dev_certificate_is_created_reused_and_renewed() {
+    fn dev_certificate_is_created_reused_and_renewed() -> TestResult {
         install_crypto_provider();
         let dir = temp_dir("dev");
         let config = TlsConfig {
             data_dir: dir.display().to_string(),
             ..TlsConfig::default()
         };
-        let first = load_or_create(&config).unwrap();
-        let again = load_or_create(&config).unwrap();
+        let first = load_or_create(&config)?;
+        let again = load_or_create(&config)?;
         assert_eq!(first.leaf_sha256, again.leaf_sha256, "reused");
         let lifetime = first
             .dev_not_after
-            .unwrap()
-            .duration_since(SystemTime::now())
-            .unwrap();
+            .ok_or("dev certificate has no expiry")?
+            .duration_since(SystemTime::now())?;
         assert!(lifetime < Duration::from_secs(14 * 24 * 3600));
         assert!(!first.needs_renewal(SystemTime::now()));
         assert!(first.needs_renewal(SystemTime::now() + Duration::from_secs(11 * 24 * 3600)));
         // An almost-expired certificate is replaced at start.
-        std::fs::write(dir.join(DEV_EXPIRY), "1").unwrap();
-        let renewed = load_or_create(&config).unwrap();
+        std::fs::write(dir.join(DEV_EXPIRY), "1")?;
+        let renewed = load_or_create(&config)?;
         assert_ne!(renewed.leaf_sha256, first.leaf_sha256);
-        renewed.rustls_server_config(&[ALPN_CITADEL]).unwrap();
+        renewed.rustls_server_config(&[ALPN_CITADEL])?;
         let _ = std::fs::remove_dir_all(&dir);
+        Ok(())
     }
 
     #[test]

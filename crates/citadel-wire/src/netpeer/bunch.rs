@@ -182,21 +182,21 @@ mod tests {
     use super::*;
     use crate::quant::{ScalarCodec, Vector3Codec};
     use crate::quat::QuatMode;
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
 
-    fn example_schema(hash: [u8; 16]) -> ClassSchema {
+    fn example_schema(hash: [u8; 16]) -> Result<ClassSchema, CodecError> {
         ClassSchema::new(
             vec![
                 FieldCodec::Bool,
                 FieldCodec::IntRange { min: 0, max: 100 },
-                FieldCodec::Scalar(ScalarCodec::new(-1000.0, 1000.0, 4).unwrap()),
-                FieldCodec::Vector3(Vector3Codec::new([-1000.0; 3], [1000.0; 3], 4).unwrap()),
+                FieldCodec::Scalar(ScalarCodec::new(-1000.0, 1000.0, 4)?),
+                FieldCodec::Vector3(Vector3Codec::new([-1000.0; 3], [1000.0; 3], 4)?),
                 FieldCodec::Quat(QuatMode::Bits10),
                 FieldCodec::Bytes { max_len: 32 },
             ],
             hash,
             1,
         )
-        .unwrap()
     }
 
     fn hex(bytes: &[u8]) -> String {
@@ -204,9 +204,9 @@ mod tests {
     }
 
     #[test]
-    fn worked_examples_from_the_spec() {
+    fn worked_examples_from_the_spec() -> TestResult {
         let hash: [u8; 16] = std::array::from_fn(|i| i as u8);
-        let schema = example_schema(hash);
+        let schema = example_schema(hash)?;
         let delta = DeltaBunch {
             object_id: 42,
             result_id: 7,
@@ -217,9 +217,9 @@ mod tests {
                 (5, FieldValue::Bytes(b"hi".to_vec())),
             ],
         };
-        let bytes = delta.encode(&schema).unwrap();
+        let bytes = delta.encode(&schema)?;
         assert_eq!(hex(&bytes), "0000002a0381e39204d0d2");
-        assert_eq!(DeltaBunch::decode(&bytes, &schema).unwrap(), delta);
+        assert_eq!(DeltaBunch::decode(&bytes, &schema)?, delta);
 
         let full = DeltaBunch {
             object_id: 1,
@@ -227,14 +227,15 @@ mod tests {
             base: BunchBase::Full,
             values: vec![(1, FieldValue::Int(100))],
         };
-        let bytes = full.encode(&schema).unwrap();
+        let bytes = full.encode(&schema)?;
         assert_eq!(
             hex(&bytes),
             "00000001808000810182028303840485058606870780000000a190"
         );
         assert_eq!(
-            DeltaBunch::decode(&bytes, &example_schema([0xEE; 16])),
+            DeltaBunch::decode(&bytes, &example_schema([0xEE; 16])?),
             Err(DecodeError::SchemaMismatch)
         );
+        Ok(())
     }
 }

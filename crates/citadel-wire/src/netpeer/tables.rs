@@ -131,9 +131,10 @@ wire_body!(RepSchema, KIND_REP_SCHEMA);
 #[cfg(test)]
 mod tests {
     use super::*;
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
 
     #[test]
-    fn ack_example_from_the_spec() {
+    fn ack_example_from_the_spec() -> TestResult {
         let ack = RepAck {
             entries: vec![RepAckEntry {
                 object_id: 1,
@@ -143,10 +144,11 @@ mod tests {
         };
         let body = ack.encode();
         assert_eq!(body, [0x01, 0, 0, 0, 1, 0x05, 0, 0, 0, 0]);
-        assert_eq!(RepAck::decode(&body).unwrap(), ack);
+        assert_eq!(RepAck::decode(&body)?, ack);
         let mut trailing = body.clone();
         trailing.push(0);
         assert_eq!(RepAck::decode(&trailing), Err(DecodeError::TrailingBytes));
+        Ok(())
     }
 
     #[test]

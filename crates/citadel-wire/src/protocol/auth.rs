@@ -165,18 +165,32 @@ mod tests {
     use super::*;
     use crate::protocol::AUTH_REASON_PROTOCOL;
 
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
     #[test]
-    fn helpers_round_trip() {
-        let a = decode_auth_result(&encode_auth_authenticated("u-1")).unwrap();
+    fn helpers_round_trip() -> TestResult {
+        let a = decode_auth_result(&encode_auth_authenticated("u-1"))
+            .ok_or("authenticated result did not decode")?;
         assert!(a.is_authenticated());
         assert_eq!(a.user_id(), Some("u-1"));
-        assert!(decode_auth_result(&encode_auth_guest()).unwrap().is_guest());
-        let r = decode_auth_result(&encode_auth_rejected(AUTH_REASON_PROTOCOL)).unwrap();
+        assert!(
+            decode_auth_result(&encode_auth_guest())
+                .ok_or("guest result did not decode")?
+                .is_guest()
+        );
+        let r = decode_auth_result(&encode_auth_rejected(AUTH_REASON_PROTOCOL))
+            .ok_or("rejected result did not decode")?;
         assert_eq!(r.reason_class(), Some(AUTH_REASON_PROTOCOL));
-        assert_eq!(decode_auth_result(&[2]).unwrap().reason_class(), Some(0));
+        assert_eq!(
+            decode_auth_result(&[2])
+                .ok_or("reasonless rejection did not decode")?
+                .reason_class(),
+            Some(0)
+        );
         assert!(decode_auth_result(&[]).is_none());
         assert!(decode_auth_result(&[0, 0xFF]).is_none());
         assert!(decode_auth_result(&[3]).is_none());
+        Ok(())
     }
 
     #[test]

@@ -121,14 +121,16 @@ mod tests {
     use super::*;
     use crate::protocol::RPC_STATUS_ERROR;
 
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
     #[test]
-    fn request_layout() {
+    fn request_layout() -> TestResult {
         let body = encode_rpc_request(7, "ping", b"!");
         assert_eq!(
             body,
             [0, 0, 0, 0, 0, 0, 0, 7, 0, 4, b'p', b'i', b'n', b'g', b'!']
         );
-        let req = decode_rpc_request(&body).unwrap();
+        let req = decode_rpc_request(&body).ok_or("request did not decode")?;
         assert_eq!(
             (req.request_id, req.method.as_str(), &req.payload[..]),
             (7, "ping", &b"!"[..])
@@ -138,21 +140,25 @@ mod tests {
         let mut bad = body.clone();
         bad[10] = 0xFF;
         assert!(decode_rpc_request(&bad).is_none());
+        Ok(())
     }
 
     #[test]
-    fn long_methods_are_clamped_consistently() {
+    fn long_methods_are_clamped_consistently() -> TestResult {
         let method = "é".repeat(40_000);
-        let req = decode_rpc_request(&encode_rpc_request(1, &method, b"")).unwrap();
+        let req = decode_rpc_request(&encode_rpc_request(1, &method, b""))
+            .ok_or("long-method request did not decode")?;
         assert_eq!(req.method.len(), 65_534);
+        Ok(())
     }
 
     #[test]
-    fn response_layout() {
+    fn response_layout() -> TestResult {
         let body = encode_rpc_response(9, RPC_STATUS_ERROR, b"unknown method");
-        let resp = decode_rpc_response(&body).unwrap();
+        let resp = decode_rpc_response(&body).ok_or("response did not decode")?;
         assert!(!resp.is_ok());
         assert_eq!(resp.error_message().as_deref(), Some("unknown method"));
         assert!(decode_rpc_response(&body[..8]).is_none());
+        Ok(())
     }
 }

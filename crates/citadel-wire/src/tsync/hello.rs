@@ -128,19 +128,21 @@ pub struct TransformCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
 
     #[test]
-    fn default_body_matches_the_spec() {
+    fn default_body_matches_the_spec() -> TestResult {
         let hex = "c8800000c8800000c700000048800000488000004700000000000008\
                    c7000000c7000000c7000000470000004700000047000000000000040a143c";
         let body = HelloParams::default().encode();
         assert_eq!(body.len(), HELLO_BYTES);
         let expect: Vec<u8> = (0..hex.len())
             .step_by(2)
-            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-            .collect();
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16))
+            .collect::<Result<Vec<_>, _>>()?;
         assert_eq!(body, expect);
-        assert_eq!(HelloParams::decode(&body).unwrap(), HelloParams::default());
+        assert_eq!(HelloParams::decode(&body)?, HelloParams::default());
+        Ok(())
     }
 
     #[test]

@@ -162,9 +162,10 @@ wire_body!(InputBundle, KIND_TSYNC_INPUT);
 #[cfg(test)]
 mod tests {
     use super::*;
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
 
     #[test]
-    fn frame_sizes_and_limits() {
+    fn frame_sizes_and_limits() -> TestResult {
         let frame = InputFrame {
             input_seq: 1,
             payload: Bytes::from_static(b"ab"),
@@ -177,7 +178,7 @@ mod tests {
         };
         let body = bundle.encode();
         assert_eq!(body.len(), 9 + 35 + 2 + 24);
-        let back = InputBundle::decode(&body).unwrap();
+        let back = InputBundle::decode(&body)?;
         assert_eq!(back.frames[0].flags, INPUT_FLAG_FIRE);
         assert_eq!(
             InputBundle::decode(&body[..body.len() - 1]),
@@ -193,9 +194,7 @@ mod tests {
             frames: vec![frame; 40],
             ..Default::default()
         };
-        assert_eq!(
-            InputBundle::decode(&many.encode()).unwrap().frames.len(),
-            32
-        );
+        assert_eq!(InputBundle::decode(&many.encode())?.frames.len(), 32);
+        Ok(())
     }
 }

@@ -365,14 +365,15 @@ impl Snapshot {
 mod tests {
     use super::*;
     use crate::tsync::HelloParams;
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
 
     fn hex(bytes: &[u8]) -> String {
         bytes.iter().map(|b| format!("{b:02x}")).collect()
     }
 
     #[test]
-    fn worked_examples_from_the_spec() {
-        let codec = HelloParams::default().codec().unwrap();
+    fn worked_examples_from_the_spec() -> TestResult {
+        let codec = HelloParams::default().codec()?;
         let empty = Snapshot {
             server_tick: 1,
             snapshot_id: 1,
@@ -381,7 +382,7 @@ mod tests {
         };
         assert_eq!(empty.bit_len(&codec), 136);
         assert_eq!(
-            hex(&empty.encode(&codec).unwrap()),
+            hex(&empty.encode(&codec)?),
             "0000000100000001000000001e00000000"
         );
 
@@ -402,7 +403,7 @@ mod tests {
         };
         assert_eq!(full.bit_len(&codec), 343);
         assert_eq!(
-            hex(&full.encode(&codec).unwrap()),
+            hex(&full.encode(&codec)?),
             "0000007b0000000500000000140000000100000001000074006407fe6f1003c38020080100142000040000"
         );
 
@@ -421,22 +422,24 @@ mod tests {
             }],
         };
         assert_eq!(delta.bit_len(&codec), 252);
-        let bytes = delta.encode(&codec).unwrap();
+        let bytes = delta.encode(&codec)?;
         assert_eq!(
             hex(&bytes),
             "000000c8000000090000000514000100010000004d0000000300022600803ff0"
         );
-        let back = Snapshot::decode(&bytes, &codec).unwrap();
+        let back = Snapshot::decode(&bytes, &codec)?;
         assert_eq!(back.removed, vec![77]);
         assert_eq!(back.updates[0].changed_mask(), CHANGED_ROTATION);
+        Ok(())
     }
 
     #[test]
-    fn huge_counts_fail_before_allocating() {
-        let codec = HelloParams::default().codec().unwrap();
+    fn huge_counts_fail_before_allocating() -> TestResult {
+        let codec = HelloParams::default().codec()?;
         let mut body = vec![0u8; 17];
         body[13] = 0xFF;
         body[14] = 0xFF;
         assert_eq!(Snapshot::decode(&body, &codec), Err(DecodeError::Truncated));
+        Ok(())
     }
 }
