@@ -12,7 +12,9 @@ use crate::services::accounts::now_ms;
 /// Runs until shutdown.
 pub async fn run_poller(shared: Arc<NodeShared>) {
     let period = Duration::from_millis(shared.config.transport.auth.revocation_poll_ms);
-    let mut ticker = tokio::time::interval(period);
+    // The first check comes one period after start (no session is live
+    // before that), not at once as a plain `interval` would fire.
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
