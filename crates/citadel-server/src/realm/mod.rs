@@ -8,8 +8,10 @@
 //! [`Realm::register`] → any of `join_or_create` / `join_by_id` / `leave` /
 //! `map_ready` → [`Realm::unregister`].
 
+mod members;
 mod policy;
 
+pub use members::{MemberList, MemberSet};
 pub use policy::{DefaultRoomPolicy, PolicyContext, RoomLabel, RoomPolicy};
 
 use std::collections::{HashMap, HashSet};
@@ -37,14 +39,14 @@ pub struct Member {
 #[derive(Debug)]
 pub struct Scope {
     room_id: u64,
-    members: RwLock<Arc<[Member]>>,
+    members: RwLock<MemberList>,
 }
 
 impl Scope {
     fn new(room_id: u64) -> Arc<Self> {
         Arc::new(Scope {
             room_id,
-            members: RwLock::new(Arc::from(Vec::new())),
+            members: RwLock::new(MemberList::default()),
         })
     }
     /// 0 for the default dimension.
@@ -52,14 +54,14 @@ impl Scope {
         self.room_id
     }
     /// The current members (cheap clone of an immutable list).
-    pub fn members(&self) -> Arc<[Member]> {
+    pub fn members(&self) -> MemberList {
         self.members
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
-    fn publish(&self, members: Vec<Member>) {
-        *self.members.write().unwrap_or_else(|p| p.into_inner()) = Arc::from(members);
+    fn publish(&self, members: MemberList) {
+        *self.members.write().unwrap_or_else(|p| p.into_inner()) = members;
     }
 }
 
@@ -111,7 +113,7 @@ pub struct RoomStatus {
 struct RoomState {
     name: Vec<u8>,
     label: RoomLabel,
-    members: Vec<u64>,
+    members: MemberSet,
     ready: HashSet<u64>,
     scope: Arc<Scope>,
 }
@@ -131,7 +133,7 @@ struct RealmState {
     rooms: HashMap<u64, RoomState>,
     names: HashMap<Vec<u8>, NameCell>,
     participants: HashMap<u64, ParticipantState>,
-    lobby: Vec<u64>,
+    lobby: MemberSet,
     next_room_id: u64,
 }
 
@@ -189,6 +191,10 @@ impl Realm {
     ) -> Place {
         let cell = Arc::new(Mutex::new(self.lobby.clone()));
         let mut st = self.lock();
+        st.lobby.insert(Member {
+            participant_id,
+            outbound: outbound.clone(),
+        });
         st.participants.insert(
             participant_id,
             ParticipantState {
@@ -198,7 +204,6 @@ impl Realm {
                 scope: cell.clone(),
             },
         );
-        st.lobby.push(participant_id);
         self.publish_lobby(&st);
         Place { cell }
     }
@@ -267,7 +272,7 @@ impl Realm {
                         RoomState {
                             name: params.to_vec(),
                             label,
-                            members: Vec::new(),
+                            members: MemberSet::default(),
                             ready: HashSet::new(),
                             scope: Scope::new(id),
                         },
@@ -366,7 +371,9 @@ impl Realm {
             return false;
         }
         self.detach(&mut st, participant_id, true);
-        st.lobby.push(participant_id);
+        if let Some(member) = Self::member(&st, participant_id) {
+            st.lobby.insert(member);
+        }
         self.publish_lobby(&st);
         self.set_place(&st, participant_id, self.lobby.clone());
         true
@@ -437,7 +444,7 @@ impl Realm {
     /// The published members of room `room_id` (0 = the default dimension);
     /// `None` for a room that no longer exists. The lock is released before
     /// the list is read.
-    pub fn place_members(&self, room_id: u64) -> Option<Arc<[Member]>> {
+    pub fn place_members(&self, room_id: u64) -> Option<MemberList> {
         if room_id == 0 {
             return Some(self.lobby.members());
         }
@@ -469,19 +476,15 @@ impl Realm {
 
     // ---- helpers: all run under the realm lock ----
 
-    fn members_of(st: &RealmState, ids: &[u64]) -> Vec<Member> {
-        ids.iter()
-            .filter_map(|id| {
-                st.participants.get(id).map(|p| Member {
-                    participant_id: *id,
-                    outbound: p.outbound.clone(),
-                })
-            })
-            .collect()
+    fn member(st: &RealmState, participant_id: u64) -> Option<Member> {
+        st.participants.get(&participant_id).map(|p| Member {
+            participant_id,
+            outbound: p.outbound.clone(),
+        })
     }
 
     fn publish_lobby(&self, st: &RealmState) {
-        self.lobby.publish(Self::members_of(st, &st.lobby));
+        self.lobby.publish(st.lobby.snapshot());
     }
 
     fn set_place(&self, st: &RealmState, participant_id: u64, scope: Arc<Scope>) {
@@ -512,20 +515,18 @@ impl Realm {
         };
         match current {
             None => {
-                st.lobby.retain(|id| *id != participant_id);
+                st.lobby.remove(participant_id);
                 self.publish_lobby(st);
             }
             Some(room_id) => {
                 let mut prune = None;
                 if let Some(room) = st.rooms.get_mut(&room_id) {
-                    room.members.retain(|id| *id != participant_id);
+                    room.members.remove(participant_id);
                     room.ready.remove(&participant_id);
+                    room.scope.publish(room.members.snapshot());
                     if room.members.is_empty() {
                         prune = Some(room.name.clone());
                     }
-                }
-                if let Some(room) = st.rooms.get(&room_id) {
-                    room.scope.publish(Self::members_of(st, &room.members));
                 }
                 if let Some(name) = prune {
                     st.rooms.remove(&room_id);
@@ -552,13 +553,15 @@ impl Realm {
     /// notice) and sends ROOM_JOINED.
     fn move_into(&self, st: &mut RealmState, participant_id: u64, room_id: u64) {
         self.detach(st, participant_id, true);
+        let Some(member) = Self::member(st, participant_id) else {
+            return;
+        };
         let Some(room) = st.rooms.get_mut(&room_id) else {
             return;
         };
-        room.members.push(participant_id);
+        room.members.insert(member);
         let scope = room.scope.clone();
-        let ids = room.members.clone();
-        scope.publish(Self::members_of(st, &ids));
+        scope.publish(room.members.snapshot());
         if let Some(p) = st.participants.get_mut(&participant_id) {
             p.room = Some(room_id);
         }
