@@ -140,6 +140,17 @@ pub async fn closed<C: AnyClient>(client: &mut C) -> Option<(u16, String)> {
     }
 }
 
+/// Waits (up to [`STEP`]) until `condition` holds: for server-side counters
+/// that are updated after the client already saw the effect (a close is
+/// counted when the connection's tasks finish, after the close frame left).
+pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + STEP;
+    while !condition() {
+        assert!(tokio::time::Instant::now() < deadline, "not in time: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 pub async fn join(client: &mut TestClient, name: &str) -> citadel_client::wire::room::RoomJoined {
     client.join_or_create_room(name).await.expect("send create");
     tokio::time::timeout(STEP, client.wait_for_room_joined())
