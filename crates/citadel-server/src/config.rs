@@ -429,6 +429,13 @@ pub struct DatagramTransportConfig {
     pub idle_timeout_ms: u64,
     /// Server keep-alive interval (0 disables); must be below the idle timeout.
     pub keep_alive_interval_ms: u64,
+    /// Outbound datagram bytes a connection queues before sending; past it
+    /// the oldest queued datagrams are dropped (metric
+    /// `datagram_send_buffer_full`).
+    pub datagram_send_buffer_bytes: usize,
+    /// Inbound datagram bytes a connection holds until the node reads them;
+    /// past it new ones are dropped (metric `datagram_receive_buffer_full`).
+    pub datagram_receive_buffer_bytes: usize,
     /// WebTransport only: the session path a browser must open.
     pub path: String,
 }
@@ -445,6 +452,8 @@ impl DatagramTransportConfig {
             max_client_streams: 64,
             idle_timeout_ms: 30_000,
             keep_alive_interval_ms: 10_000,
+            datagram_send_buffer_bytes: 256 * 1024,
+            datagram_receive_buffer_bytes: 256 * 1024,
             path: "/citadel".into(),
         }
     }
@@ -477,6 +486,17 @@ impl DatagramTransportConfig {
             1024,
         )?;
         at_least(&key("max_coalesced_bytes"), self.max_coalesced_bytes, 1024)?;
+        // One maximum-size datagram must fit.
+        at_least(
+            &key("datagram_send_buffer_bytes"),
+            self.datagram_send_buffer_bytes,
+            1500,
+        )?;
+        at_least(
+            &key("datagram_receive_buffer_bytes"),
+            self.datagram_receive_buffer_bytes,
+            1500,
+        )?;
         at_least(
             &key("max_client_streams"),
             self.max_client_streams as usize,
@@ -1245,6 +1265,14 @@ mod tests {
             (
                 "[transport.quic]\nmax_client_streams = 0\n",
                 "transport.quic.max_client_streams",
+            ),
+            (
+                "[transport.quic]\ndatagram_send_buffer_bytes = 1000\n",
+                "transport.quic.datagram_send_buffer_bytes",
+            ),
+            (
+                "[transport.webtransport]\ndatagram_receive_buffer_bytes = 0\n",
+                "transport.webtransport.datagram_receive_buffer_bytes",
             ),
             (
                 "[transport.tls]\ncertificate_file = \"c.pem\"\n",

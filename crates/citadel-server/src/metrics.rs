@@ -54,6 +54,14 @@ reasons!(
         /// An outbound datagram larger than the connection's current maximum
         /// datagram size (or a peer that refused datagrams): not sent.
         DatagramTooLarge => "datagram_too_large",
+        /// An outbound datagram found the QUIC connection's datagram send
+        /// buffer (`datagram_send_buffer_bytes`) full: it was queued and the
+        /// connection dropped its oldest queued datagram(s) to make room.
+        DatagramSendBufferFull => "datagram_send_buffer_full",
+        /// Inbound datagrams the QUIC connection dropped because its receive
+        /// buffer (`datagram_receive_buffer_bytes`) was full, or that were
+        /// still unread when it closed; counted when the connection ends.
+        DatagramReceiveBufferFull => "datagram_receive_buffer_full",
         /// An inbound datagram shorter than the 2-byte kind.
         MalformedDatagram => "malformed_datagram",
         /// NA_STATE for an object the sender does not own, or for a
@@ -204,9 +212,9 @@ pub struct Metrics {
     pub rpc_errors: AtomicU64,
     /// HTTP requests served.
     pub http_requests: AtomicU64,
-    drops: [AtomicU64; 17],
-    closes: [AtomicU64; 13],
-    runtime: [AtomicU64; 13],
+    drops: [AtomicU64; DropReason::ALL.len()],
+    closes: [AtomicU64; CloseReason::ALL.len()],
+    runtime: [AtomicU64; RuntimeEvent::ALL.len()],
 }
 
 fn index_of<T: PartialEq>(all: &[T], item: &T) -> usize {

@@ -145,6 +145,85 @@ async fn datagrams_over_the_maximum_size_are_not_sent_but_counted() {
     ));
 }
 
+fn unlimited(mut config: citadel_server::Config) -> citadel_server::Config {
+    config.transport.limits.messages_per_second = 1_000_000;
+    config.transport.limits.message_burst = 1_000_000;
+    config
+}
+
+#[tokio::test]
+async fn a_full_datagram_send_buffer_drops_the_oldest_and_counts() {
+    let mut config = unlimited(test_config());
+    config.transport.quic.datagram_send_buffer_bytes = 1_500; // one datagram
+    let node = start(config).await;
+    let mut a = guest(&node, Transport::Ws).await;
+    let mut b = guest(&node, Transport::Quic).await;
+    join(&mut a, "burst").await;
+    join(&mut b, "burst").await;
+    // 200 positions of ~1 KiB in one message: the writer hands them to the
+    // connection faster than it can send them.
+    let mut batch: Vec<Envelope> = (0..200)
+        .map(|_| Envelope::new(KIND_POSITION, vec![5; 1024]))
+        .collect();
+    batch.push(Envelope::new(4002, Vec::new()));
+    a.send_batch(&batch).await.unwrap();
+    recv_kind(&mut b, 4002).await;
+    let metrics = node.shared().metrics.clone();
+    eventually("send-buffer drops counted", || {
+        metrics.drops(DropReason::DatagramSendBufferFull) > 0
+    })
+    .await;
+    assert!(metrics.drops(DropReason::DatagramSendBufferFull) <= 200);
+    assert_eq!(metrics.drops(DropReason::UnreliableLaneFull), 0);
+}
+
+#[tokio::test]
+async fn a_full_datagram_receive_buffer_drops_and_counts_when_the_connection_ends() {
+    let mut config = unlimited(test_config());
+    config.transport.quic.datagram_receive_buffer_bytes = 1_500; // one datagram
+    let node = start(config).await;
+    let mut a = guest(&node, Transport::Quic).await;
+    let mut b = guest(&node, Transport::Ws).await;
+    join(&mut a, "burst").await;
+    join(&mut b, "burst").await;
+    let sent = 300u64;
+    for _ in 0..sent {
+        a.quic()
+            .send_unreliable(&Envelope::new(KIND_POSITION, vec![6; 1000]))
+            .unwrap();
+    }
+    // Count what the WebSocket peer gets until the burst has drained (a
+    // close sent into a still-flooded UDP socket can be lost, which leaves
+    // the connection to the idle timeout).
+    let mut relayed = 0u64;
+    while let Ok(env) = tokio::time::timeout(Duration::from_millis(500), recv(&mut b)).await {
+        if env.kind == KIND_PEER_POSITION {
+            relayed += 1;
+        }
+    }
+    a.close().await.unwrap();
+    drop(a);
+    let metrics = node.shared().metrics.clone();
+    eventually("the sender's connection ended", || {
+        metrics
+            .connections_open
+            .load(std::sync::atomic::Ordering::Relaxed)
+            == 1
+    })
+    .await;
+    let dropped = metrics.drops(DropReason::DatagramReceiveBufferFull);
+    assert!(
+        dropped > 0,
+        "a 1,500-byte buffer cannot hold a burst of {sent}"
+    );
+    // Every datagram that reached the connection was either relayed or
+    // counted (loopback may still lose some before the connection).
+    assert!(
+        relayed + dropped <= sent,
+        "{relayed} relayed + {dropped} dropped"
+    );
+}
+
 #[tokio::test]
 async fn reliable_frames_reach_a_quic_client_in_send_order() {
     let mut config = test_config();

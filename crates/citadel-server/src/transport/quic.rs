@@ -15,14 +15,10 @@ use bytes::Bytes;
 
 use crate::config::DatagramTransportConfig;
 use crate::node::NodeShared;
-use crate::transport::session::{DatagramRefused, Session};
+use crate::transport::session::{DatagramQueued, DatagramRefused, Session};
 use crate::transport::tls::{ALPN_CITADEL, TlsIdentity};
 use crate::transport::udp_conn::handle_session;
 
-/// Inbound datagram bytes buffered per connection before quinn drops new ones.
-const DATAGRAM_RECEIVE_BUFFER: usize = 256 * 1024;
-/// Outbound datagram bytes buffered per connection (oldest dropped past it).
-const DATAGRAM_SEND_BUFFER: usize = 256 * 1024;
 /// Per-stream and per-connection receive windows: the most unread client
 /// bytes one connection can make the server hold.
 const STREAM_RECEIVE_WINDOW: u32 = 1024 * 1024;
@@ -36,8 +32,8 @@ pub fn transport_config(cfg: &DatagramTransportConfig) -> anyhow::Result<quinn::
         .max_concurrent_bidi_streams(streams)
         .stream_receive_window(quinn::VarInt::from_u32(STREAM_RECEIVE_WINDOW))
         .receive_window(quinn::VarInt::from_u32(CONNECTION_RECEIVE_WINDOW))
-        .datagram_receive_buffer_size(Some(DATAGRAM_RECEIVE_BUFFER))
-        .datagram_send_buffer_size(DATAGRAM_SEND_BUFFER)
+        .datagram_receive_buffer_size(Some(cfg.datagram_receive_buffer_bytes))
+        .datagram_send_buffer_size(cfg.datagram_send_buffer_bytes)
         .max_idle_timeout(Some(
             quinn::IdleTimeout::try_from(Duration::from_millis(cfg.idle_timeout_ms))
                 .context("idle_timeout_ms")?,
@@ -47,6 +43,16 @@ pub fn transport_config(cfg: &DatagramTransportConfig) -> anyhow::Result<quinn::
                 .then(|| Duration::from_millis(cfg.keep_alive_interval_ms)),
         );
     Ok(t)
+}
+
+/// Whether handing `len` more bytes to `connection` makes quinn drop older
+/// queued datagrams (its send buffer has less room than that).
+pub fn queued_kind(connection: &quinn::Connection, len: usize) -> DatagramQueued {
+    if connection.datagram_send_buffer_space() < len {
+        DatagramQueued::DisplacedOlder
+    } else {
+        DatagramQueued::Queued
+    }
 }
 
 /// The server configuration for `identity` (also used to swap in a
@@ -126,15 +132,23 @@ impl Session for QuicSession {
         self.0.read_datagram().await.ok()
     }
 
-    fn send_datagram(&self, datagram: Bytes) -> Result<(), DatagramRefused> {
+    fn send_datagram(&self, datagram: Bytes) -> Result<DatagramQueued, DatagramRefused> {
         match self.0.max_datagram_size() {
             Some(max) if datagram.len() <= max => {}
             _ => return Err(DatagramRefused::TooLarge),
         }
-        self.0.send_datagram(datagram).map_err(|err| match err {
-            quinn::SendDatagramError::ConnectionLost(_) => DatagramRefused::Closed,
-            _ => DatagramRefused::TooLarge,
-        })
+        let queued = queued_kind(&self.0, datagram.len());
+        self.0
+            .send_datagram(datagram)
+            .map(|()| queued)
+            .map_err(|err| match err {
+                quinn::SendDatagramError::ConnectionLost(_) => DatagramRefused::Closed,
+                _ => DatagramRefused::TooLarge,
+            })
+    }
+
+    fn datagrams_received(&self) -> u64 {
+        self.0.stats().frame_rx.datagram
     }
 
     async fn send_stream(&self, bytes: Bytes) -> Option<Self::Sent> {

@@ -15,6 +15,16 @@ use std::future::Future;
 use bytes::Bytes;
 use tokio::io::AsyncRead;
 
+/// A datagram the connection took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatagramQueued {
+    /// Queued with room to spare.
+    Queued,
+    /// Queued, but the connection's datagram send buffer was full: it
+    /// dropped its oldest queued datagram(s) to make room.
+    DisplacedOlder,
+}
+
 /// Why a datagram was not handed to the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DatagramRefused {
@@ -41,7 +51,10 @@ pub trait Session: Clone + Send + Sync + 'static {
     /// Next datagram payload; `None` once the connection is gone.
     fn read_datagram(&self) -> impl Future<Output = Option<Bytes>> + Send;
     /// Hands one datagram to the connection (never blocks).
-    fn send_datagram(&self, datagram: Bytes) -> Result<(), DatagramRefused>;
+    fn send_datagram(&self, datagram: Bytes) -> Result<DatagramQueued, DatagramRefused>;
+    /// QUIC DATAGRAM frames this connection has received so far, read by
+    /// the node or not (the difference is what its receive buffer dropped).
+    fn datagrams_received(&self) -> u64;
     /// Opens a unidirectional stream, writes `bytes`, finishes it. `None`
     /// when the connection is gone. Waiting here is the flow-control
     /// backpressure of a slow reader.

@@ -35,7 +35,7 @@ use crate::gateway::connection::{Connection, Flow};
 use crate::gateway::outbound::{LaneLimits, Outbound};
 use crate::metrics::{CloseReason, DropReason, Metrics};
 use crate::node::NodeShared;
-use crate::transport::session::{DatagramRefused, Session};
+use crate::transport::session::{DatagramQueued, DatagramRefused, Session};
 use crate::transport::slot::OpenConnection;
 
 /// Decoded envelopes waiting for the connection task, per connection.
@@ -92,21 +92,34 @@ pub async fn handle_session<S: Session>(
         metrics.clone(),
     ));
     let mut connection = Connection::new(shared.clone(), outbound.clone());
-    let reason = run_reader(&session, rx, &mut connection, &outbound, &shared).await;
+    let mut datagrams_read = 0;
+    let reason = run_reader(
+        &session,
+        rx,
+        &mut connection,
+        &outbound,
+        &shared,
+        &mut datagrams_read,
+    )
+    .await;
     connection.handle_disconnect();
     outbound.close(reason);
     readers.abort_all();
     let _ = writer.await;
+    let unread = session.datagrams_received().saturating_sub(datagrams_read);
+    metrics.drop_n(DropReason::DatagramReceiveBufferFull, unread);
     open.finish(outbound.close_reason().unwrap_or(reason));
 }
 
-/// Feeds streams and datagrams to the connection; returns why it ended.
+/// Feeds streams and datagrams to the connection (counting the datagrams
+/// it reads in `datagrams_read`); returns why it ended.
 async fn run_reader<S: Session>(
     session: &S,
     mut rx: mpsc::Receiver<Inbound>,
     connection: &mut Connection,
     outbound: &Outbound,
     shared: &Arc<NodeShared>,
+    datagrams_read: &mut u64,
 ) -> CloseReason {
     let handshake_deadline =
         Instant::now() + Duration::from_millis(shared.config.transport.auth.handshake_timeout_ms);
@@ -147,6 +160,7 @@ async fn run_reader<S: Session>(
                 let Some(datagram) = datagram else {
                     return CloseReason::ClientClosed;
                 };
+                *datagrams_read += 1;
                 if shutdown_deadline.is_some() {
                     continue;
                 }
@@ -263,7 +277,10 @@ async fn run_writer<S: Session>(
             };
             let len = datagram.len() as u64;
             match session.send_datagram(datagram) {
-                Ok(()) => {
+                Ok(queued) => {
+                    if queued == DatagramQueued::DisplacedOlder {
+                        metrics.dropped(DropReason::DatagramSendBufferFull);
+                    }
                     metrics.envelopes_out.fetch_add(1, Ordering::Relaxed);
                     metrics.bytes_out.fetch_add(len, Ordering::Relaxed);
                 }

@@ -21,7 +21,7 @@ use tokio::io::AsyncWriteExt;
 use crate::config::DatagramTransportConfig;
 use crate::node::NodeShared;
 use crate::transport::quic::transport_config;
-use crate::transport::session::{DatagramRefused, Session};
+use crate::transport::session::{DatagramQueued, DatagramRefused, Session};
 use crate::transport::tls::TlsIdentity;
 use crate::transport::udp_conn::handle_session;
 
@@ -105,15 +105,25 @@ impl Session for WtSession {
         self.0.receive_datagram().await.ok().map(|d| d.payload())
     }
 
-    fn send_datagram(&self, datagram: Bytes) -> Result<(), DatagramRefused> {
+    fn send_datagram(&self, datagram: Bytes) -> Result<DatagramQueued, DatagramRefused> {
         match self.0.max_datagram_size() {
             Some(max) if datagram.len() <= max => {}
             _ => return Err(DatagramRefused::TooLarge),
         }
-        self.0.send_datagram(datagram).map_err(|err| match err {
-            wtransport::error::SendDatagramError::NotConnected => DatagramRefused::Closed,
-            _ => DatagramRefused::TooLarge,
-        })
+        // The session id travels in front of the payload (a QUIC varint, at
+        // most 8 bytes): count with the larger size.
+        let queued = super::quic::queued_kind(self.0.quic_connection(), datagram.len() + 8);
+        self.0
+            .send_datagram(datagram)
+            .map(|()| queued)
+            .map_err(|err| match err {
+                wtransport::error::SendDatagramError::NotConnected => DatagramRefused::Closed,
+                _ => DatagramRefused::TooLarge,
+            })
+    }
+
+    fn datagrams_received(&self) -> u64 {
+        self.0.quic_connection().stats().frame_rx.datagram
     }
 
     async fn send_stream(&self, bytes: Bytes) -> Option<Self::Sent> {

@@ -146,7 +146,10 @@ pub async fn closed<C: AnyClient>(client: &mut C) -> Option<(u16, String)> {
 pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + STEP;
     while !condition() {
-        assert!(tokio::time::Instant::now() < deadline, "not in time: {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not in time: {what}"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
