@@ -282,14 +282,7 @@ impl Realm {
                 })
                 .await;
             let Some(room_id) = *outcome else {
-                let mut st = self.lock();
-                if st
-                    .names
-                    .get(params.as_ref())
-                    .is_some_and(|c| Arc::ptr_eq(c, &cell))
-                {
-                    st.names.remove(params.as_ref());
-                }
+                Self::forget_name(&mut self.lock(), &params, &cell);
                 return Err(JoinRefused::RoomLimit);
             };
             if created.load(Ordering::Relaxed) {
@@ -298,14 +291,7 @@ impl Realm {
             match self.admit(participant_id, room_id, ctx.clone()).await {
                 Err(JoinRefused::NoSuchRoom) => {
                     // Pruned between lookup and join: forget the stale name and retry.
-                    let mut st = self.lock();
-                    if st
-                        .names
-                        .get(params.as_ref())
-                        .is_some_and(|c| Arc::ptr_eq(c, &cell))
-                    {
-                        st.names.remove(params.as_ref());
-                    }
+                    Self::forget_name(&mut self.lock(), &params, &cell);
                 }
                 other => return other,
             }
@@ -481,6 +467,14 @@ impl Realm {
             participant_id,
             outbound: p.outbound.clone(),
         })
+    }
+
+    /// Drops the name → room entry if it is still `cell` (a newer entry for
+    /// the same name is left alone).
+    fn forget_name(st: &mut RealmState, name: &[u8], cell: &NameCell) {
+        if st.names.get(name).is_some_and(|c| Arc::ptr_eq(c, cell)) {
+            st.names.remove(name);
+        }
     }
 
     fn publish_lobby(&self, st: &RealmState) {
