@@ -71,10 +71,10 @@ impl MemberSet {
                 self.chunks.len() - 1
             }
         };
-        self.chunk_of.insert(member.participant_id, index);
         let Some(chunk) = self.chunks.get_mut(index) else {
-            return false;
+            return false; // `open` only names existing chunks
         };
+        self.chunk_of.insert(member.participant_id, index);
         let mut grown = Vec::with_capacity(chunk.len() + 1);
         grown.extend(chunk.iter().cloned());
         grown.push(member);
