@@ -172,6 +172,12 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
     if args.target == TargetKind::Colyseus && matches!(scenario, Scenario::RpcEcho(_)) {
         bail!("rpc-echo has no Colyseus equivalent: run it with --target citadel or raw");
     }
+    if matches!(scenario, Scenario::ActorSync(_)) && args.target != TargetKind::Citadel {
+        bail!("actor-sync needs --target citadel (the peers have no networked actors)");
+    }
+    if args.auth == AuthArg::Device && matches!(scenario, Scenario::ActorSync(_)) {
+        bail!("actor-sync bots authenticate as guests; drop --auth device");
+    }
     if args.auth == AuthArg::Device && args.target != TargetKind::Citadel {
         bail!("--auth device needs --target citadel (the peers have no accounts)");
     }
@@ -271,6 +277,7 @@ async fn drive<C: Connector>(
         Scenario::IdleCapacity(s) => bots::idle::run(&mut ctx, s).await,
         Scenario::RpcEcho(s) => bots::rpc::run(&mut ctx, s).await,
         Scenario::HandshakeStorm(s) => bots::storm::run(&mut ctx, s).await,
+        Scenario::ActorSync(s) => bots::actors::run(&mut ctx, s).await,
     };
     ctx.progress.finish();
     // the server handle drops here, after every bot closed: the child is killed

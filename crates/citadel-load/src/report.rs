@@ -198,6 +198,7 @@ impl Report {
             "idle-capacity" => get("connections") > 0.0 && get("held_at_end") == get("connections"),
             "rpc-echo" => get("round_trips_per_s") > 0.0,
             "handshake-storm" => get("handshakes_per_s") > 0.0 && get("failed") == 0.0,
+            "actor-sync" => get("snapshots_received") > 0.0 && get("position_age_p99") > 0.0,
             _ => false,
         };
         if ok {

@@ -28,6 +28,8 @@ pub enum Scenario {
     RpcEcho(RpcEcho),
     /// Connect, authenticate, disconnect as fast as possible.
     HandshakeStorm(HandshakeStorm),
+    /// Networked actors: owners send NA_STATE, viewers get snapshots.
+    ActorSync(ActorSync),
 }
 
 /// `kind = "relay-fanout"`.
@@ -132,6 +134,37 @@ pub struct HandshakeStorm {
     pub source_addresses: u8,
 }
 
+/// `kind = "actor-sync"` (Citadel only).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActorSync {
+    /// Bots, each owning one avatar.
+    pub clients: u32,
+    /// Bots per room.
+    pub room_size: u32,
+    /// NA_STATE sends per owner per second.
+    pub state_hz: f64,
+    /// Seconds after the connects begin before measuring.
+    #[serde(default = "d_actor_warmup")]
+    pub warmup_seconds: f64,
+    /// Length of the moving measurement.
+    pub measure_seconds: f64,
+    /// Length of the idle phase (one room of still avatars); 0 skips it.
+    #[serde(default)]
+    pub idle_seconds: f64,
+    /// The verdict note compares the p99 position age with this.
+    pub p99_bound_ms: f64,
+    /// Concurrent connection attempts.
+    #[serde(default = "d_concurrency")]
+    pub connect_concurrency: u32,
+    /// Source addresses 127.0.0.1 .. 127.0.0.N used round-robin.
+    #[serde(default = "d_sources")]
+    pub source_addresses: u8,
+}
+
+fn d_actor_warmup() -> f64 {
+    3.0
+}
 fn d_payload() -> usize {
     MIN_PAYLOAD_BYTES
 }
@@ -208,6 +241,7 @@ impl Scenario {
             Scenario::IdleCapacity(_) => "idle-capacity",
             Scenario::RpcEcho(_) => "rpc-echo",
             Scenario::HandshakeStorm(_) => "handshake-storm",
+            Scenario::ActorSync(_) => "actor-sync",
         }
     }
 
@@ -218,6 +252,7 @@ impl Scenario {
             Scenario::IdleCapacity(s) => s.connections.into(),
             Scenario::RpcEcho(s) => s.clients.into(),
             Scenario::HandshakeStorm(s) => s.workers.into(),
+            Scenario::ActorSync(s) => s.clients.max(s.room_size).into(),
         }
     }
 
@@ -294,6 +329,29 @@ impl Scenario {
                     bail!("method: give a name of 1 to 1024 bytes");
                 }
             }
+            Scenario::ActorSync(s) => {
+                range("clients", f64::from(s.clients), 1.0, 100_000.0)?;
+                range("room_size", f64::from(s.room_size), 2.0, 1_000.0)?;
+                range("state_hz", s.state_hz, 0.5, 120.0)?;
+                // Positions carry their send time in ms as x, inside the
+                // default ±262,144 bound.
+                range("warmup_seconds", s.warmup_seconds, 0.5, 30.0)?;
+                range("measure_seconds", s.measure_seconds, 0.5, 200.0)?;
+                range("idle_seconds", s.idle_seconds, 0.0, 200.0)?;
+                range("p99_bound_ms", s.p99_bound_ms, 1.0, 60_000.0)?;
+                range(
+                    "connect_concurrency",
+                    f64::from(s.connect_concurrency),
+                    1.0,
+                    10_000.0,
+                )?;
+                range(
+                    "source_addresses",
+                    f64::from(s.source_addresses),
+                    1.0,
+                    254.0,
+                )?;
+            }
             Scenario::HandshakeStorm(s) => {
                 range("workers", f64::from(s.workers), 1.0, 10_000.0)?;
                 range("duration_seconds", s.duration_seconds, 0.1, 3_600.0)?;
@@ -331,6 +389,7 @@ mod tests {
                 "idle-capacity",
                 "rpc-echo",
                 "handshake-storm",
+                "actor-sync",
             ] {
                 let path = dir.join(format!("{name}.toml"));
                 let s = Scenario::load(&path);

@@ -7,6 +7,7 @@
 //!
 //! Call order: `main` builds a [`Ctx`] and calls one scenario module's `run`.
 
+pub mod actors;
 pub mod fanout;
 pub mod idle;
 pub mod rpc;

@@ -4,11 +4,10 @@
 //! `payload_bytes` to `method` in flight; every reply (success or error
 //! status) is a round trip, counted separately as ok / error, with its
 //! latency. A request unanswered for 5 s is counted as lost and replaced.
-//! What it is not: a Lua benchmark on main — the node has no Lua runtime
-//! yet, so `echo` is not registered and every reply is the server's
-//! "unknown RPC method" error: that measures the RPC path (decode, route,
-//! error reply), and the report says so. Run it on the Lua runtime branch
-//! for real `echo` figures.
+//! Against Citadel, `echo` comes from `game/main.lua`; a server without the
+//! method answers every call with the "unknown RPC method" error, which
+//! still crosses the RPC path (decode, route, reply) and is reported apart.
+//! What it is not: a test of what the handler computes.
 //!
 //! Call order: `run(ctx, scenario)` → `Report`.
 
@@ -142,8 +141,8 @@ pub async fn run<C: Connector>(ctx: &mut Ctx<C>, s: &RpcEcho) -> anyhow::Result<
     if err > 0 {
         r.notes.push(format!(
             "{err} of {} replies were ERROR replies: the server does not register {:?} \
-             (Citadel on main has no Lua runtime yet; real echo figures need the Lua runtime \
-             branch). They are counted as round trips because each one crossed the full RPC \
+             (for Citadel it comes from game/main.lua: run the tool from the repository \
+             root). They are counted as round trips because each one crossed the full RPC \
              path (decode, route, reply).",
             ok + err,
             s.method
