@@ -268,18 +268,8 @@ impl Scenario {
                 range("grace_seconds", s.grace_seconds, 0.0, 60.0)?;
                 range("p99_bound_ms", s.p99_bound_ms, 0.001, 60_000.0)?;
                 range("max_drop_ratio", s.max_drop_ratio, 0.0, 1.0)?;
-                range(
-                    "connect_concurrency",
-                    f64::from(s.connect_concurrency),
-                    1.0,
-                    10_000.0,
-                )?;
-                range(
-                    "source_addresses",
-                    f64::from(s.source_addresses),
-                    1.0,
-                    254.0,
-                )?;
+                connect_concurrency(s.connect_concurrency)?;
+                source_addresses(s.source_addresses)?;
                 if s.clients.is_empty() || s.clients.len() > 1_000 {
                     bail!("clients: give 1 to 1000 client counts");
                 }
@@ -300,18 +290,8 @@ impl Scenario {
                 range("steps", f64::from(s.steps), 1.0, 1_000.0)?;
                 range("settle_seconds", s.settle_seconds, 0.0, 600.0)?;
                 range("hold_seconds", s.hold_seconds, 0.0, 3_600.0)?;
-                range(
-                    "connect_concurrency",
-                    f64::from(s.connect_concurrency),
-                    1.0,
-                    10_000.0,
-                )?;
-                range(
-                    "source_addresses",
-                    f64::from(s.source_addresses),
-                    1.0,
-                    254.0,
-                )?;
+                connect_concurrency(s.connect_concurrency)?;
+                source_addresses(s.source_addresses)?;
             }
             Scenario::RpcEcho(s) => {
                 range("clients", f64::from(s.clients), 1.0, 100_000.0)?;
@@ -319,12 +299,7 @@ impl Scenario {
                 range("payload_bytes", s.payload_bytes as f64, 0.0, 60_000.0)?;
                 range("warmup_seconds", s.warmup_seconds, 0.0, 600.0)?;
                 range("measure_seconds", s.measure_seconds, 0.1, 3_600.0)?;
-                range(
-                    "source_addresses",
-                    f64::from(s.source_addresses),
-                    1.0,
-                    254.0,
-                )?;
+                source_addresses(s.source_addresses)?;
                 if s.method.is_empty() || s.method.len() > 1_024 {
                     bail!("method: give a name of 1 to 1024 bytes");
                 }
@@ -339,33 +314,28 @@ impl Scenario {
                 range("measure_seconds", s.measure_seconds, 0.5, 200.0)?;
                 range("idle_seconds", s.idle_seconds, 0.0, 200.0)?;
                 range("p99_bound_ms", s.p99_bound_ms, 1.0, 60_000.0)?;
-                range(
-                    "connect_concurrency",
-                    f64::from(s.connect_concurrency),
-                    1.0,
-                    10_000.0,
-                )?;
-                range(
-                    "source_addresses",
-                    f64::from(s.source_addresses),
-                    1.0,
-                    254.0,
-                )?;
+                connect_concurrency(s.connect_concurrency)?;
+                source_addresses(s.source_addresses)?;
             }
             Scenario::HandshakeStorm(s) => {
                 range("workers", f64::from(s.workers), 1.0, 10_000.0)?;
                 range("duration_seconds", s.duration_seconds, 0.1, 3_600.0)?;
                 range("max_handshakes", s.max_handshakes as f64, 1.0, 1e9)?;
-                range(
-                    "source_addresses",
-                    f64::from(s.source_addresses),
-                    1.0,
-                    254.0,
-                )?;
+                source_addresses(s.source_addresses)?;
             }
         }
         Ok(())
     }
+}
+
+/// The `connect_concurrency` key shared by the connecting scenarios.
+fn connect_concurrency(value: u32) -> anyhow::Result<()> {
+    range("connect_concurrency", f64::from(value), 1.0, 10_000.0)
+}
+
+/// The `source_addresses` key shared by every scenario.
+fn source_addresses(value: u8) -> anyhow::Result<()> {
+    range("source_addresses", f64::from(value), 1.0, 254.0)
 }
 
 fn range(key: &str, value: f64, low: f64, high: f64) -> anyhow::Result<()> {

@@ -40,11 +40,6 @@ impl MemberList {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
-
-    /// The members as an owned list.
-    pub fn to_vec(&self) -> Vec<Member> {
-        self.iter().cloned().collect()
-    }
 }
 
 /// The mutable side of a place's membership.
@@ -108,11 +103,6 @@ impl MemberSet {
             self.open.remove(&self.chunks.len());
         }
         true
-    }
-
-    /// Whether `participant_id` is a member.
-    pub fn contains(&self, participant_id: u64) -> bool {
-        self.chunk_of.contains_key(&participant_id)
     }
 
     /// Number of members.

@@ -29,6 +29,7 @@ use super::{Call, Inner, Runtime, Shared};
 use crate::config::RuntimeConfig;
 use crate::gateway::outbound::Outbound;
 use crate::metrics::RuntimeEvent;
+use crate::realm::Member;
 
 /// Longest idle wait, so the stop flag is noticed.
 const IDLE_WAKE: Duration = Duration::from_millis(100);
@@ -256,25 +257,25 @@ impl Worker {
                     unreliable,
                 } => {
                     let frame = Envelope::new(kind, body).encode_framed();
-                    let (members, skip) = match origin {
-                        Origin::Participant { id, room } => (
-                            node.realm
-                                .place_members(room.unwrap_or(0))
-                                .map(|m| m.to_vec())
-                                .unwrap_or_default(),
-                            Some(id),
-                        ),
-                        Origin::Room(room) => (
-                            node.realm
-                                .place_members(room)
-                                .map(|m| m.to_vec())
-                                .unwrap_or_default(),
-                            None,
-                        ),
-                        Origin::Server => (node.realm.all_members(), None),
+                    // Published member lists are shared, not copied per broadcast.
+                    let to_each = |members: &mut dyn Iterator<Item = &Member>,
+                                   skip: Option<u64>| {
+                        for member in members.filter(|m| Some(m.participant_id) != skip) {
+                            deliver(&member.outbound, frame.clone(), unreliable);
+                        }
                     };
-                    for member in members.iter().filter(|m| Some(m.participant_id) != skip) {
-                        deliver(&member.outbound, frame.clone(), unreliable);
+                    match origin {
+                        Origin::Participant { id, room } => {
+                            if let Some(list) = node.realm.place_members(room.unwrap_or(0)) {
+                                to_each(&mut list.iter(), Some(id));
+                            }
+                        }
+                        Origin::Room(room) => {
+                            if let Some(list) = node.realm.place_members(room) {
+                                to_each(&mut list.iter(), None);
+                            }
+                        }
+                        Origin::Server => to_each(&mut node.realm.all_members().iter(), None),
                     }
                 }
                 Command::Send {
