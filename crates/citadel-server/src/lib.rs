@@ -12,6 +12,8 @@
 //! | [`config`] | TOML + `CITADEL_*` env + CLI flags, validation |
 //! | [`transport`] | WebSocket / QUIC / WebTransport framing ↔ envelopes, writer tasks, TLS |
 //! | [`gateway`] | handshake phases, dispatch, outbound lanes, rate limit |
+//! | [`place`] | `Place` (default dimension or a room) and `RoomId` |
+//! | [`router`] | delivery: the one path from any producer into connections' lanes |
 //! | [`realm`] | rooms, the default dimension, room policy |
 //! | [`rpc`] | method registry with reserved built-in namespaces |
 //! | [`runtime`] | embedded Lua: hooks, host functions, budgets, hot reload |
@@ -33,7 +35,9 @@ pub mod gateway;
 pub mod http;
 pub mod metrics;
 pub mod node;
+pub mod place;
 pub mod realm;
+pub mod router;
 pub mod rpc;
 pub mod runtime;
 pub mod services;

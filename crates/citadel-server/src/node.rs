@@ -11,7 +11,6 @@
 //! `shutdown.grace_ms`).
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -20,12 +19,15 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::actors::TransformHub;
 use crate::config::Config;
+use crate::gateway::connection::{ConnectionDeps, ParticipantIds};
 use crate::gateway::handshake::{RejectAllTokens, SessionValidator};
 use crate::metrics::Metrics;
-use crate::realm::{DefaultRoomPolicy, Realm, RoomPolicy};
+use crate::realm::{DefaultRoomPolicy, Places, Realm, RoomPolicy};
+use crate::router::{LocalRouter, Router};
 use crate::rpc::{RpcHandler, RpcRegistry};
-use crate::runtime::{LuaRoomPolicy, Runtime};
+use crate::runtime::{LuaRoomPolicy, Runtime, RuntimeDeps};
 use crate::services::AccountService;
 use crate::services::accounts::StoreSessionValidator;
 use crate::services::live::LiveSessions;
@@ -41,11 +43,11 @@ pub struct NodeShared {
     /// Counters.
     pub metrics: Arc<Metrics>,
     /// Rooms and membership.
-    pub realm: Realm,
-    /// RPC methods.
-    pub rpc: RpcRegistry,
-    /// Session-token validation.
-    pub validator: Arc<dyn SessionValidator>,
+    pub realm: Arc<Realm>,
+    /// Delivery to connections.
+    pub router: Arc<dyn Router>,
+    /// What each realtime connection is built with.
+    pub gateway: Arc<ConnectionDeps>,
     /// The Lua runtime (`None`: disabled or no `main.lua`, built-in relay).
     pub runtime: Option<Runtime>,
     /// Accounts and sessions.
@@ -53,7 +55,7 @@ pub struct NodeShared {
     /// Live authenticated connections by session (revocation).
     pub live: Arc<LiveSessions>,
     /// Networked actors and snapshots.
-    pub hub: Arc<crate::actors::TransformHub>,
+    pub hub: Arc<TransformHub>,
     /// Cancelled when the node shuts down.
     pub shutdown: CancellationToken,
     /// Connection and RPC tasks.
@@ -67,7 +69,6 @@ pub struct NodeShared {
     tls: RwLock<Option<Arc<TlsIdentity>>>,
     /// Bound WebTransport address (for `GET /v1/webtransport`).
     pub webtransport_addr: Option<SocketAddr>,
-    next_participant: AtomicU64,
 }
 
 impl std::fmt::Debug for NodeShared {
@@ -88,11 +89,6 @@ impl NodeShared {
     /// Replaces the certificate reported by [`NodeShared::tls`].
     pub fn set_tls(&self, identity: Arc<TlsIdentity>) {
         *self.tls.write().unwrap_or_else(|p| p.into_inner()) = Some(identity);
-    }
-
-    /// A fresh participant id: non-zero, never reused while the process lives.
-    pub fn next_participant_id(&self) -> u64 {
-        self.next_participant.fetch_add(1, Ordering::Relaxed)
     }
 }
 
@@ -155,16 +151,16 @@ impl NodeBuilder {
         let config = self.config;
         config.validate()?;
         let metrics = Arc::new(Metrics::default());
-        // Lua runtime (issue 6): a present but broken main.lua stops startup.
-        let runtime = Runtime::start(&config.runtime, metrics.clone()).map_err(|e| {
-            anyhow::anyhow!("cannot load {}/main.lua: {e}", config.runtime.scripts_dir)
-        })?;
+        // A present but broken main.lua stops startup.
+        let script_error =
+            |e| anyhow::anyhow!("cannot load {}/main.lua: {e}", config.runtime.scripts_dir);
+        let loaded = Runtime::load(&config.runtime, metrics.clone()).map_err(script_error)?;
         let fallback = DefaultRoomPolicy {
             default_max_players: config.rooms.default_max_players,
         };
-        let policy: Arc<dyn RoomPolicy> = match (self.policy, &runtime) {
+        let policy: Arc<dyn RoomPolicy> = match (self.policy, &loaded) {
             (Some(policy), _) => policy,
-            (None, Some(rt)) => Arc::new(LuaRoomPolicy::new(rt.clone(), fallback)),
+            (None, Some(rt)) => Arc::new(LuaRoomPolicy::new(rt.runtime(), fallback)),
             (None, None) => Arc::new(fallback),
         };
         let store: Arc<dyn Store> = match self.store {
@@ -200,30 +196,66 @@ impl NodeBuilder {
             Some(endpoint) => Some(endpoint.local_addr()?),
             None => None,
         };
+        let places = Arc::new(Places::default());
+        let router: Arc<dyn Router> = Arc::new(LocalRouter::new(places.clone()));
+        let realm = Arc::new(Realm::new(
+            config.rooms.clone(),
+            policy,
+            places,
+            router.clone(),
+        ));
+        let hub = Arc::new(TransformHub::new(
+            config.transform_sync.clone(),
+            metrics.clone(),
+            router.clone(),
+        )?);
+        let rpc = Arc::new(self.rpc);
+        let runtime = match loaded {
+            Some(loaded) => Some(
+                loaded
+                    .start(RuntimeDeps {
+                        realm: realm.clone(),
+                        router: router.clone(),
+                        hub: hub.clone(),
+                        rpc: rpc.clone(),
+                    })
+                    .map_err(script_error)?,
+            ),
+            None => None,
+        };
+        let live = Arc::new(LiveSessions::default());
+        let tasks = TaskTracker::new();
+        let gateway = Arc::new(ConnectionDeps {
+            auth: config.transport.auth.clone(),
+            limits: config.transport.limits.clone(),
+            metrics: metrics.clone(),
+            realm: realm.clone(),
+            router: router.clone(),
+            rpc,
+            validator,
+            runtime: runtime.clone(),
+            live: live.clone(),
+            hub: hub.clone(),
+            tasks: tasks.clone(),
+            participant_ids: Arc::new(ParticipantIds::default()),
+        });
         let shared = Arc::new(NodeShared {
             metrics: metrics.clone(),
-            realm: Realm::new(config.rooms.clone(), policy),
-            rpc: self.rpc,
+            realm,
+            router,
+            gateway,
             runtime,
-            validator,
             accounts,
-            live: Arc::new(LiveSessions::default()),
-            hub: Arc::new(crate::actors::TransformHub::new(
-                config.transform_sync.clone(),
-                metrics.clone(),
-            )?),
+            live,
+            hub,
             shutdown: CancellationToken::new(),
-            tasks: TaskTracker::new(),
+            tasks,
             connection_slots: Arc::new(Semaphore::new(config.transport.limits.max_connections)),
             started: Instant::now(),
             tls: RwLock::new(tls),
             webtransport_addr,
-            next_participant: AtomicU64::new(1),
             config,
         });
-        if let Some(rt) = &shared.runtime {
-            rt.attach(&shared);
-        }
         let http_addr = http_listener.local_addr()?;
         shared
             .tasks

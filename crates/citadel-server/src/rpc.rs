@@ -47,6 +47,8 @@ pub struct RpcContext {
     pub participant_id: u64,
     /// The caller's account, `None` for guests.
     pub user_id: Option<String>,
+    /// Where the caller was when it called.
+    pub place: crate::place::Place,
     /// The method name.
     pub method: String,
 }
@@ -209,6 +211,7 @@ mod tests {
         let ctx = RpcContext {
             participant_id: 1,
             user_id: None,
+            place: crate::place::Place::Default,
             method: "echo".into(),
         };
         let out = reg

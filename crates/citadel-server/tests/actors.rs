@@ -15,8 +15,9 @@ use citadel_client::wire::protocol::{
     KIND_NA_SPAWN, KIND_NA_SPAWN_BATCH, KIND_TSYNC_HELLO, KIND_TSYNC_ROLE,
 };
 use citadel_server::RunningNode;
-use citadel_server::actors::{NpcSpawn, Patrol};
+use citadel_server::actors::{NpcSpawn, Patrol, WorldKey};
 use citadel_server::metrics::DropReason;
+use citadel_server::place::{Place, RoomId};
 use common::*;
 
 struct Player {
@@ -258,7 +259,7 @@ async fn server_owned_npcs_global_room_bound_and_patrolling() {
         .spawn_npc(NpcSpawn {
             archetype: 0,
             position: [0.0, 0.0, 302.0],
-            room: None,
+            world: WorldKey::Global,
             patrol: Some(Patrol {
                 waypoints: vec![
                     [0.0, 0.0, 302.0],
@@ -273,7 +274,7 @@ async fn server_owned_npcs_global_room_bound_and_patrolling() {
         .spawn_npc(NpcSpawn {
             archetype: 1,
             position: [10.0, 10.0, 0.0],
-            room: Some(room_id),
+            world: WorldKey::Place(Place::Room(RoomId::new(room_id).unwrap())),
             patrol: None,
         })
         .unwrap();

@@ -339,7 +339,7 @@ impl RoomPolicy for ClosedAfterTwo {
     fn on_room_join(
         &self,
         ctx: PolicyContext,
-        _room_id: u64,
+        _room_id: citadel_server::place::RoomId,
     ) -> citadel_server::gateway::handshake::BoxFuture<bool> {
         Box::pin(async move { ctx.participant_id != 0 })
     }

@@ -1,17 +1,18 @@
 //! Networked actors and transform sync in the node: the [`TransformHub`]
-//! owns one transform world per place (each room, and the default dimension
-//! of room-less participants, key 0) plus a global world for server-owned
-//! actors without a room, every opted-in client's snapshot sender, and the
-//! presence table.
+//! owns one transform world per [`Place`] (each room, and the default
+//! dimension of room-less participants) plus the [`WorldKey::Global`] world
+//! of server-owned actors without a room, every opted-in client's snapshot
+//! sender, and the presence table.
 //!
 //! Call order: the connection routes kinds 7, 9, 10, 16 and 20 to the
 //! `handle_*` methods and reports place changes and disconnects; the tick
 //! task calls [`TransformHub::handle_tick`] at `transform_sync.sim_hz`,
 //! which steps worlds, walks patrolling NPCs, latches one quantized frame
 //! per world (shared by every recipient) and, every send interval, polls
-//! each client's snapshot. Reliable frames (HELLO, spawns, despawns, roles)
-//! go on the reliable lane; snapshots on the unreliable lane. The hub lock
-//! is never held across an `.await`.
+//! each client's snapshot. Every frame leaves through the [`Router`]:
+//! reliable frames (HELLO, spawns, despawns, roles) on the reliable lane,
+//! snapshots on the unreliable lane, each encoded once. The hub lock is
+//! never held across an `.await`.
 
 mod npc;
 
@@ -34,33 +35,37 @@ use citadel_wire::tsync::{
 };
 
 use crate::config::TransformSyncConfig;
-use crate::gateway::outbound::Outbound;
 use crate::metrics::{DropReason, Metrics};
+use crate::place::Place;
+use crate::router::{Lane, Router, frame};
 
-/// Place key of the default dimension (participants in no room).
-pub const DEFAULT_PLACE: u64 = 0;
+/// Which transform world an actor lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WorldKey {
+    /// The world of one place: only participants there see it.
+    Place(Place),
+    /// Server-owned actors spawned without a room: every client sees them.
+    Global,
+}
 
 #[derive(Debug)]
 struct ClientSync {
-    outbound: Outbound,
-    place: u64,
+    place: Place,
     sender: SnapshotSender,
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Presence {
     object_id: u32,
-    place: u64,
+    place: Place,
     predicted: bool,
 }
 
 #[derive(Debug, Default)]
 struct HubState {
     ids: IdAllocator,
-    worlds: HashMap<u64, World>,
-    global: Option<World>,
-    frames: HashMap<u64, Arc<Frame>>,
-    global_frame: Arc<Frame>,
+    worlds: HashMap<WorldKey, World>,
+    frames: HashMap<WorldKey, Arc<Frame>>,
     clients: HashMap<u64, ClientSync>,
     presences: HashMap<u64, Presence>,
     npcs: HashMap<u32, npc::Npc>,
@@ -74,6 +79,7 @@ pub struct TransformHub {
     hello: HelloParams,
     codec: TransformCodec,
     metrics: Arc<Metrics>,
+    router: Arc<dyn Router>,
 }
 
 impl std::fmt::Debug for TransformHub {
@@ -82,15 +88,12 @@ impl std::fmt::Debug for TransformHub {
     }
 }
 
-fn frame_of(body: Vec<u8>, kind: u16) -> bytes::Bytes {
-    Envelope::new(kind, body).encode_framed()
-}
-
 impl TransformHub {
-    /// A hub for a validated config.
+    /// A hub for a validated config, delivering through `router`.
     pub fn new(
         config: TransformSyncConfig,
         metrics: Arc<Metrics>,
+        router: Arc<dyn Router>,
     ) -> Result<Self, crate::config::ConfigError> {
         let hello = config.hello()?;
         let codec = hello
@@ -105,6 +108,7 @@ impl TransformHub {
             hello,
             codec,
             metrics,
+            router,
         })
     }
 
@@ -136,7 +140,7 @@ impl TransformHub {
 
     /// Kind 7: opt in (or reset baselines on a repeat) and answer with the
     /// negotiated codec.
-    pub fn handle_hello(&self, participant_id: u64, outbound: &Outbound, place: u64) {
+    pub fn handle_hello(&self, participant_id: u64, place: Place) {
         let mut st = self.lock();
         let sender_config = self.sender_config();
         let codec = self.codec;
@@ -144,11 +148,32 @@ impl TransformHub {
             .entry(participant_id)
             .and_modify(|c| c.sender.reset())
             .or_insert_with(|| ClientSync {
-                outbound: outbound.clone(),
                 place,
                 sender: SnapshotSender::new(participant_id, codec, sender_config),
             });
-        outbound.send_envelope(&self.hello.to_envelope());
+        self.send(participant_id, &self.hello.to_envelope());
+    }
+
+    /// One reliable envelope to one participant.
+    fn send(&self, participant_id: u64, envelope: &Envelope) {
+        self.router
+            .to_participant(participant_id, Lane::Reliable, frame(envelope));
+    }
+
+    /// One reliable frame to every opted-in client that `accept`s.
+    fn send_to_clients(
+        &self,
+        st: &HubState,
+        envelope: &Envelope,
+        mut accept: impl FnMut(u64, &ClientSync) -> bool,
+    ) {
+        let frame = frame(envelope);
+        for (pid, c) in &st.clients {
+            if accept(*pid, c) {
+                self.router
+                    .to_participant(*pid, Lane::Reliable, frame.clone());
+            }
+        }
     }
 
     /// Kind 10.
@@ -191,12 +216,11 @@ impl TransformHub {
 
     /// Everyone a participant in `place` can see: that place's world and the
     /// global world.
-    fn visible(st: &HubState, place: u64) -> impl Iterator<Item = &Object> {
-        st.worlds
-            .get(&place)
+    fn visible(st: &HubState, place: Place) -> impl Iterator<Item = &Object> {
+        [WorldKey::Place(place), WorldKey::Global]
             .into_iter()
+            .filter_map(|key| st.worlds.get(&key))
             .flat_map(World::objects)
-            .chain(st.global.iter().flat_map(World::objects))
     }
 
     /// Kind 16: spawn (or refresh) the sender's avatar in its place. Order:
@@ -223,7 +247,12 @@ impl TransformHub {
             Some(p) if p.place == place => p.object_id,
             Some(p) => {
                 // Stale presence from another place: retire it first.
-                Self::despawn_locked(&mut st, p.object_id, p.place, Some(participant_id));
+                self.despawn_locked(
+                    &mut st,
+                    p.object_id,
+                    WorldKey::Place(p.place),
+                    Some(participant_id),
+                );
                 st.ids.allocate().unwrap_or(0)
             }
             None => st.ids.allocate().unwrap_or(0),
@@ -232,7 +261,10 @@ impl TransformHub {
             return;
         }
         let sim_hz = self.config.sim_hz;
-        let world = st.worlds.entry(place).or_insert_with(|| World::new(sim_hz));
+        let world = st
+            .worlds
+            .entry(WorldKey::Place(place))
+            .or_insert_with(|| World::new(sim_hz));
         let ownership_epoch = world.get(object_id).map_or(1, |o| {
             o.ownership_epoch
                 .wrapping_add(u32::from(predicted && !repeat))
@@ -268,10 +300,7 @@ impl TransformHub {
             },
         );
         let own_spawn = Self::spawn_of(&object).to_envelope();
-        let Some(owner) = st.clients.get(&participant_id).map(|c| c.outbound.clone()) else {
-            return;
-        };
-        owner.send_envelope(&own_spawn);
+        self.send(participant_id, &own_spawn);
         if !repeat {
             let spawns: Vec<NaSpawn> = Self::visible(&st, place)
                 .filter(|o| o.id != object_id)
@@ -281,12 +310,10 @@ impl TransformHub {
                 .chunks(NaSpawnBatch::MAX_ENTRIES)
                 .chain(std::iter::once(&[][..]).filter(|_| spawns.is_empty()))
             {
-                owner.send_envelope(
-                    &NaSpawnBatch {
-                        spawns: chunk.to_vec(),
-                    }
-                    .to_envelope(),
-                );
+                let batch = NaSpawnBatch {
+                    spawns: chunk.to_vec(),
+                };
+                self.send(participant_id, &batch.to_envelope());
             }
         }
         if predicted {
@@ -298,14 +325,11 @@ impl TransformHub {
                 gen_epoch: object.gen_epoch,
                 event: RoleEvent::Assign,
             };
-            owner.send_envelope(&role.to_envelope());
+            self.send(participant_id, &role.to_envelope());
         }
-        let frame = own_spawn.encode_framed();
-        for (pid, c) in &st.clients {
-            if *pid != participant_id && c.place == place {
-                c.outbound.send_reliable(frame.clone());
-            }
-        }
+        self.send_to_clients(&st, &own_spawn, |pid, c| {
+            pid != participant_id && c.place == place
+        });
     }
 
     /// Kind 20: the owner's relay-mode transform, applied verbatim after the
@@ -322,7 +346,7 @@ impl TransformHub {
         }
         match st
             .worlds
-            .get_mut(&p.place)
+            .get_mut(&WorldKey::Place(p.place))
             .and_then(|w| w.get_mut(p.object_id))
         {
             Some(o) => {
@@ -333,36 +357,33 @@ impl TransformHub {
         }
     }
 
-    /// Removes `object_id` from `place` and tells that place's opted-in
-    /// clients (except `skip`).
-    fn despawn_locked(st: &mut HubState, object_id: u32, place: u64, skip: Option<u64>) {
-        if let Some(world) = st.worlds.get_mut(&place) {
+    /// Removes `object_id` from world `key` and tells the opted-in clients
+    /// that see that world (except `skip`).
+    fn despawn_locked(&self, st: &mut HubState, object_id: u32, key: WorldKey, skip: Option<u64>) {
+        if let Some(world) = st.worlds.get_mut(&key) {
             world.remove(object_id);
-            if world.is_empty() {
-                st.worlds.remove(&place);
-                st.frames.remove(&place);
+            if world.is_empty() && key != WorldKey::Global {
+                st.worlds.remove(&key);
+                st.frames.remove(&key);
             }
         }
         st.ids.release(object_id);
-        let frame = NaDespawn { object_id }.to_envelope().encode_framed();
-        for (pid, c) in &st.clients {
-            if Some(*pid) != skip && c.place == place {
-                c.outbound.send_reliable(frame.clone());
-            }
-        }
+        self.send_to_clients(st, &NaDespawn { object_id }.to_envelope(), |pid, c| {
+            Some(pid) != skip && (key == WorldKey::Global || key == WorldKey::Place(c.place))
+        });
     }
 
     /// The participant moved to another place (room join or leave): its
     /// avatar despawns everywhere it was visible, it is told to drop the old
     /// place's actors, and its snapshots switch to the new place. It appears
     /// in the new place when it announces presence again.
-    pub fn handle_place_change(&self, participant_id: u64, new_place: u64) {
+    pub fn handle_place_change(&self, participant_id: u64, new_place: Place) {
         let mut st = self.lock();
         if let Some(p) = st.presences.get(&participant_id).copied()
             && p.place != new_place
         {
             st.presences.remove(&participant_id);
-            Self::despawn_locked(&mut st, p.object_id, p.place, None);
+            self.despawn_locked(&mut st, p.object_id, WorldKey::Place(p.place), None);
         }
         let Some(old_place) = st.clients.get(&participant_id).map(|c| c.place) else {
             return;
@@ -372,14 +393,13 @@ impl TransformHub {
         }
         let stale: Vec<u32> = st
             .worlds
-            .get(&old_place)
+            .get(&WorldKey::Place(old_place))
             .map(|w| w.objects().map(|o| o.id).collect())
             .unwrap_or_default();
         if let Some(c) = st.clients.get_mut(&participant_id) {
             c.place = new_place;
             for object_id in stale {
-                c.outbound
-                    .send_envelope(&NaDespawn { object_id }.to_envelope());
+                self.send(participant_id, &NaDespawn { object_id }.to_envelope());
             }
         }
     }
@@ -389,7 +409,12 @@ impl TransformHub {
         let mut st = self.lock();
         st.clients.remove(&participant_id);
         if let Some(p) = st.presences.remove(&participant_id) {
-            Self::despawn_locked(&mut st, p.object_id, p.place, Some(participant_id));
+            self.despawn_locked(
+                &mut st,
+                p.object_id,
+                WorldKey::Place(p.place),
+                Some(participant_id),
+            );
         }
     }
 
@@ -403,9 +428,6 @@ impl TransformHub {
         for world in st.worlds.values_mut() {
             world.handle_sim_tick();
         }
-        if let Some(g) = &mut st.global {
-            g.handle_sim_tick();
-        }
         let interval = u64::from((self.config.sim_hz / self.config.send_rate_hz.max(1)).max(1));
         if !st.ticks.is_multiple_of(interval) || st.clients.is_empty() {
             return;
@@ -416,30 +438,31 @@ impl TransformHub {
             .iter()
             .map(|(k, w)| (*k, Arc::new(Frame::latch(w, &self.codec))))
             .collect();
-        st.global_frame = Arc::new(
-            st.global
-                .as_ref()
-                .map(|g| Frame::latch(g, &self.codec))
-                .unwrap_or_default(),
-        );
         let empty = Arc::new(Frame::default());
         let send_rate = self.config.send_rate_hz;
         let HubState {
             clients,
             frames,
-            global_frame,
             presences,
             worlds,
             ..
         } = st;
+        let global_frame = frames
+            .get(&WorldKey::Global)
+            .cloned()
+            .unwrap_or_else(|| empty.clone());
         for (pid, client) in clients.iter_mut() {
             let place_frame = frames
-                .get(&client.place)
+                .get(&WorldKey::Place(client.place))
                 .cloned()
                 .unwrap_or_else(|| empty.clone());
             let viewer = presences
                 .get(pid)
-                .and_then(|p| worlds.get(&p.place).and_then(|w| w.get(p.object_id)))
+                .and_then(|p| {
+                    worlds
+                        .get(&WorldKey::Place(p.place))
+                        .and_then(|w| w.get(p.object_id))
+                })
                 .map(|o| o.transform.position);
             let frame_list = [place_frame.as_ref(), global_frame.as_ref()];
             let Some(out) = client
@@ -449,20 +472,19 @@ impl TransformHub {
                 continue;
             };
             for role in &out.roles {
-                client.outbound.send_envelope(&role.to_envelope());
+                self.send(*pid, &role.to_envelope());
             }
             if !out.body.is_empty() {
-                client
-                    .outbound
-                    .send_unreliable(frame_of(out.body, KIND_TSYNC_SNAPSHOT));
+                let snapshot = Envelope::new(KIND_TSYNC_SNAPSHOT, out.body);
+                self.router
+                    .to_participant(*pid, Lane::Unreliable, frame(&snapshot));
             }
         }
     }
 
     /// Live actors (for `/status`).
     pub fn actor_count(&self) -> usize {
-        let st = self.lock();
-        st.worlds.values().map(World::len).sum::<usize>() + st.global.as_ref().map_or(0, World::len)
+        self.lock().worlds.values().map(World::len).sum::<usize>()
     }
 
     /// Clients receiving snapshots.

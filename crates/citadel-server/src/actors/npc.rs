@@ -2,15 +2,16 @@
 //! (Lua `spawn_actor` / `move_actor` / `despawn_actor`), optionally walking a
 //! waypoint loop at a fixed speed on the server tick without script code.
 //!
-//! An NPC with a room lives in that room's world (only its members see it);
-//! without a room it lives in the global world every client sees.
+//! An NPC spawned with a room lives in that place's world (only
+//! participants there see it); without one it lives in the
+//! [`WorldKey::Global`] world every client sees.
 
 use citadel_netcode::world::{Motion, Object, World};
 use citadel_wire::WireBody;
 use citadel_wire::actor::{NaSpawn, NaTransform};
 use citadel_wire::tsync::Role;
 
-use super::{HubState, TransformHub};
+use super::{HubState, TransformHub, WorldKey};
 
 /// A waypoint loop.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,23 +29,16 @@ pub struct NpcSpawn {
     pub archetype: u16,
     /// Start position (cm).
     pub position: [f32; 3],
-    /// Room it belongs to (None = global).
-    pub room: Option<u64>,
+    /// The world it lives in: a place's, or the global one.
+    pub world: WorldKey,
     /// Optional patrol.
     pub patrol: Option<Patrol>,
 }
 
 #[derive(Debug, Clone)]
 pub(super) struct Npc {
-    place: Option<u64>,
+    world: WorldKey,
     patrol: Option<(Patrol, usize)>,
-}
-
-fn world_of(st: &mut HubState, place: Option<u64>, sim_hz: u8) -> &mut World {
-    match place {
-        Some(p) => st.worlds.entry(p).or_insert_with(|| World::new(sim_hz)),
-        None => st.global.get_or_insert_with(|| World::new(sim_hz)),
-    }
 }
 
 /// Advances every patrolling NPC by one tick of `dt` seconds.
@@ -62,11 +56,7 @@ pub(super) fn step_patrols(st: &mut HubState, dt: f32) {
         let Some((patrol, idx)) = npc.patrol else {
             continue;
         };
-        let world = match npc.place {
-            Some(p) => st.worlds.get_mut(&p),
-            None => st.global.as_mut(),
-        };
-        let Some(object) = world.and_then(|w| w.get_mut(id)) else {
+        let Some(object) = st.worlds.get_mut(&npc.world).and_then(|w| w.get_mut(id)) else {
             continue;
         };
         let Some(target) = patrol.waypoints.get(idx).copied() else {
@@ -124,27 +114,28 @@ impl TransformHub {
             motion: Motion::OwnerDriven,
             last_input_seq: 0,
         };
-        let frame = NaSpawn {
+        let announce = NaSpawn {
             object_id: id,
             archetype_id: object.archetype,
             owner: 0,
             transform: object.transform,
         }
-        .to_envelope()
-        .encode_framed();
-        world_of(&mut st, spawn.room, self.config.sim_hz).insert(object);
+        .to_envelope();
+        let sim_hz = self.config.sim_hz;
+        st.worlds
+            .entry(spawn.world)
+            .or_insert_with(|| World::new(sim_hz))
+            .insert(object);
         st.npcs.insert(
             id,
             Npc {
-                place: spawn.room,
+                world: spawn.world,
                 patrol: patrol.map(|p| (p, 0)),
             },
         );
-        for c in st.clients.values() {
-            if spawn.room.is_none_or(|room| room == c.place) {
-                c.outbound.send_reliable(frame.clone());
-            }
-        }
+        self.send_to_clients(&st, &announce, |_, c| {
+            spawn.world == WorldKey::Global || spawn.world == WorldKey::Place(c.place)
+        });
         Some(id)
     }
 
@@ -158,14 +149,10 @@ impl TransformHub {
             return false;
         }
         let mut st = self.lock();
-        let Some(place) = st.npcs.get(&id).map(|n| n.place) else {
+        let Some(key) = st.npcs.get(&id).map(|n| n.world) else {
             return false;
         };
-        let world = match place {
-            Some(p) => st.worlds.get_mut(&p),
-            None => st.global.as_mut(),
-        };
-        match world.and_then(|w| w.get_mut(id)) {
+        match st.worlds.get_mut(&key).and_then(|w| w.get_mut(id)) {
             Some(o) => {
                 o.transform.position = position;
                 o.transform.velocity = velocity.unwrap_or([0.0; 3]);
@@ -181,32 +168,14 @@ impl TransformHub {
         let Some(npc) = st.npcs.remove(&id) else {
             return false;
         };
-        match npc.place {
-            Some(place) => Self::despawn_locked(&mut st, id, place, None),
-            None => {
-                if let Some(g) = &mut st.global {
-                    g.remove(id);
-                }
-                st.ids.release(id);
-                let frame = citadel_wire::actor::NaDespawn { object_id: id }
-                    .to_envelope()
-                    .encode_framed();
-                for c in st.clients.values() {
-                    c.outbound.send_reliable(frame.clone());
-                }
-            }
-        }
+        self.despawn_locked(&mut st, id, npc.world, None);
         true
     }
 
     /// Every NPC's transform (tests, status).
     pub fn npc_transform_of(&self, id: u32) -> Option<NaTransform> {
         let st = self.lock();
-        let place = st.npcs.get(&id)?.place;
-        let world = match place {
-            Some(p) => st.worlds.get(&p),
-            None => st.global.as_ref(),
-        };
-        world.and_then(|w| w.get(id)).map(|o| o.transform)
+        let key = st.npcs.get(&id)?.world;
+        st.worlds.get(&key)?.get(id).map(|o| o.transform)
     }
 }

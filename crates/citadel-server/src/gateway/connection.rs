@@ -3,15 +3,19 @@
 //!
 //! Call order (the transport drives it): [`Connection::new`] →
 //! [`Connection::handle_envelope`] for every decoded reliable envelope (the
-//! first one runs the handshake) → [`Connection::handle_disconnect`] once.
-//! Phases are typed: `AwaitingAuth` → `Live` or `Rejected`; a rejection
-//! sticks. Outputs go to the connection's own [`Outbound`] (replies) or to
-//! peers' outbounds (relay fan-out, encoded once and shared).
+//! first one runs the handshake) and [`Connection::handle_datagram`] for
+//! unreliable ones → [`Connection::handle_disconnect`] once. Phases are
+//! typed: `AwaitingAuth` → `Live` or `Rejected`; a rejection sticks.
+//! Replies to the connection's own requests go to its own [`Outbound`];
+//! everything addressed to others (relay) goes through the [`Router`].
+//! What it is not: it reads no socket; its dependencies are the handles in
+//! [`ConnectionDeps`], so its dispatch is tested without one.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use citadel_wire::actor::{NaPresence, NaState};
 use citadel_wire::protocol::{
     self, AUTH_REASON_PROTOCOL, AuthResult, FIRST_APPLICATION_KIND, KIND_AUTH, KIND_POSITION,
@@ -25,15 +29,66 @@ use citadel_wire::room::{RoomCreate, RoomJoin, RoomLeave, RoomMapReady};
 use citadel_wire::tsync::{InputBundle, TsyncAck};
 use citadel_wire::{Envelope, WireBody};
 use tokio::sync::Semaphore;
+use tokio_util::task::TaskTracker;
 
-use crate::gateway::handshake::{AwaitingAuth, HandshakeDecision, Identity};
+use crate::actors::TransformHub;
+use crate::config::{AuthConfig, LimitsConfig};
+use crate::gateway::handshake::{AwaitingAuth, HandshakeDecision, Identity, SessionValidator};
 use crate::gateway::outbound::Outbound;
 use crate::gateway::ratelimit::TokenBucket;
-use crate::metrics::{CloseReason, DropReason, HandshakeOutcome};
-use crate::node::NodeShared;
-use crate::realm::{JoinRefused, Place};
-use crate::rpc::{self, RpcContext};
-use crate::runtime::Caller;
+use crate::metrics::{CloseReason, DropReason, HandshakeOutcome, Metrics};
+use crate::place::RoomId;
+use crate::realm::{JoinRefused, Realm, Seat};
+use crate::router::{Lane, Recipient, Router, tagged_frame};
+use crate::rpc::{self, RpcContext, RpcRegistry};
+use crate::runtime::{Caller, Runtime};
+use crate::services::live::LiveSessions;
+
+/// Participant ids: non-zero, never reused while the process lives.
+#[derive(Debug)]
+pub struct ParticipantIds(AtomicU64);
+
+impl Default for ParticipantIds {
+    fn default() -> Self {
+        ParticipantIds(AtomicU64::new(1))
+    }
+}
+
+impl ParticipantIds {
+    /// The next id.
+    pub fn next(&self) -> u64 {
+        self.0.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// The handles a connection uses, and nothing else of the node.
+#[derive(Clone)]
+pub struct ConnectionDeps {
+    /// `[transport.auth]`: the handshake policy.
+    pub auth: AuthConfig,
+    /// `[transport.limits]`: rate limit and RPC bounds.
+    pub limits: LimitsConfig,
+    /// Counters.
+    pub metrics: Arc<Metrics>,
+    /// Rooms and membership.
+    pub realm: Arc<Realm>,
+    /// Delivery to other connections.
+    pub router: Arc<dyn Router>,
+    /// RPC methods.
+    pub rpc: Arc<RpcRegistry>,
+    /// Session-token validation.
+    pub validator: Arc<dyn SessionValidator>,
+    /// The Lua runtime, if any.
+    pub runtime: Option<Runtime>,
+    /// Live authenticated connections (revocation, one per user).
+    pub live: Arc<LiveSessions>,
+    /// Networked actors and snapshots.
+    pub hub: Arc<TransformHub>,
+    /// Where RPC tasks are spawned (awaited at shutdown).
+    pub tasks: TaskTracker,
+    /// Participant id allocator.
+    pub participant_ids: Arc<ParticipantIds>,
+}
 
 /// What the transport should do after an envelope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,37 +111,41 @@ enum Phase {
 struct Live {
     participant_id: u64,
     identity: Identity,
-    place: Place,
+    seat: Seat,
     bucket: TokenBucket,
+}
+
+impl Live {
+    fn caller(&self) -> Caller {
+        Caller {
+            participant_id: self.participant_id,
+            user_id: self.identity.user_id().map(str::to_owned),
+            place: self.seat.place(),
+        }
+    }
 }
 
 /// The protocol state of one connection.
 #[derive(Debug)]
 pub struct Connection {
-    shared: Arc<NodeShared>,
+    deps: Arc<ConnectionDeps>,
     outbound: Outbound,
     phase: Phase,
     rpc_slots: Arc<Semaphore>,
 }
 
-/// Builds a framed envelope whose body is `sender` (u64 BE) + `payload`,
-/// encoded once for every recipient.
-pub fn framed_with_sender(kind: u16, sender: u64, payload: &[u8]) -> Bytes {
-    let body_len = protocol::SENDER_ID_BYTES + payload.len();
-    let mut out = BytesMut::with_capacity(protocol::LENGTH_PREFIX_BYTES + 2 + body_len);
-    out.put_u32((2 + body_len) as u32);
-    out.put_u16(kind);
-    out.put_u64(sender);
-    out.put_slice(payload);
-    out.freeze()
+impl std::fmt::Debug for ConnectionDeps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectionDeps").finish_non_exhaustive()
+    }
 }
 
 impl Connection {
     /// A connection awaiting its KIND_AUTH.
-    pub fn new(shared: Arc<NodeShared>, outbound: Outbound) -> Self {
-        let slots = shared.config.transport.limits.rpc_max_in_flight;
+    pub fn new(deps: Arc<ConnectionDeps>, outbound: Outbound) -> Self {
+        let slots = deps.limits.rpc_max_in_flight;
         Connection {
-            shared,
+            deps,
             outbound,
             phase: Phase::AwaitingAuth,
             rpc_slots: Arc::new(Semaphore::new(slots)),
@@ -108,10 +167,10 @@ impl Connection {
 
     /// Handles one reliable inbound envelope.
     pub async fn handle_envelope(&mut self, envelope: Envelope) -> Flow {
-        self.shared
+        self.deps
             .metrics
             .envelopes_in
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            .fetch_add(1, Ordering::Relaxed);
         match &mut self.phase {
             Phase::AwaitingAuth => self.handle_first_frame(envelope).await,
             Phase::Rejected => Flow::Close(CloseReason::AuthRejected),
@@ -130,48 +189,49 @@ impl Connection {
             }
             Phase::Live(_) => self.handle_live(envelope).await,
             _ => {
-                self.shared.metrics.dropped(DropReason::PreAuth);
+                self.deps.metrics.dropped(DropReason::PreAuth);
                 Flow::Continue
             }
         }
     }
 
     async fn handle_first_frame(&mut self, envelope: Envelope) -> Flow {
-        let shared = self.shared.clone();
-        let decision = AwaitingAuth::new(&shared.config.transport.auth)
-            .handle_first_frame(&envelope, shared.validator.as_ref())
+        let deps = self.deps.clone();
+        let decision = AwaitingAuth::new(&deps.auth)
+            .handle_first_frame(&envelope, deps.validator.as_ref())
             .await;
         self.outbound
             .send_envelope(&decision.result().to_envelope());
         match decision {
             HandshakeDecision::Reject { why, reason_class } => {
                 tracing::info!(reason_class, why, "realtime handshake rejected");
-                shared.metrics.handshake(HandshakeOutcome::Rejected);
+                deps.metrics.handshake(HandshakeOutcome::Rejected);
                 self.phase = Phase::Rejected;
                 Flow::Close(CloseReason::AuthRejected)
             }
             HandshakeDecision::Accept(identity) => {
-                let participant_id = shared.next_participant_id();
-                shared.metrics.handshake(match identity {
+                let participant_id = deps.participant_ids.next();
+                deps.metrics.handshake(match identity {
                     Identity::Authenticated(_) => HandshakeOutcome::Authenticated,
                     Identity::Guest => HandshakeOutcome::Guest,
                 });
-                shared
-                    .metrics
-                    .participants
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let place = shared.realm.register(
+                deps.metrics.participants.fetch_add(1, Ordering::Relaxed);
+                let user_id = identity.user_id().map(str::to_owned);
+                deps.router.attach(Recipient {
                     participant_id,
-                    identity.user_id().map(str::to_owned),
-                    self.outbound.clone(),
-                );
+                    user_id: user_id.clone(),
+                    outbound: self.outbound.clone(),
+                });
+                let seat = deps
+                    .realm
+                    .register(participant_id, user_id, self.outbound.clone());
                 if let Identity::Authenticated(session) = &identity {
-                    shared.live.register(
+                    deps.live.register(
                         &session.session_id,
                         &session.user_id,
                         participant_id,
                         self.outbound.clone(),
-                        shared.config.transport.auth.single_connection_per_user,
+                        deps.auth.single_connection_per_user,
                     );
                 }
                 tracing::debug!(
@@ -179,24 +239,21 @@ impl Connection {
                     guest = identity.user_id().is_none(),
                     "participant joined"
                 );
-                if let Some(rt) = &shared.runtime {
-                    rt.join(Caller {
-                        participant_id,
-                        user_id: identity.user_id().map(str::to_owned),
-                        room_id: None,
-                    });
-                }
-                let limits = &shared.config.transport.limits;
-                self.phase = Phase::Live(Live {
+                let limits = &deps.limits;
+                let live = Live {
                     participant_id,
                     identity,
-                    place,
+                    seat,
                     bucket: TokenBucket::new(
                         limits.messages_per_second,
                         limits.message_burst,
                         Instant::now(),
                     ),
-                });
+                };
+                if let Some(rt) = &deps.runtime {
+                    rt.join(live.caller());
+                }
+                self.phase = Phase::Live(live);
                 Flow::Continue
             }
         }
@@ -219,78 +276,76 @@ impl Connection {
             return Flow::Close(CloseReason::DuplicateAuth);
         }
         if !live.bucket.try_take(Instant::now()) {
-            self.shared.metrics.dropped(DropReason::RateLimited);
+            self.deps.metrics.dropped(DropReason::RateLimited);
             return Flow::Continue;
         }
         let participant_id = live.participant_id;
         match envelope.kind {
             KIND_POSITION => {
-                self.relay(protocol::KIND_PEER_POSITION, &envelope.body, true);
+                self.relay(
+                    protocol::KIND_PEER_POSITION,
+                    &envelope.body,
+                    Lane::Unreliable,
+                );
             }
             KIND_RPC_REQUEST => self.handle_rpc(&envelope.body).await,
             KIND_ROOM_CREATE => match RoomCreate::decode(&envelope.body) {
                 Ok(create) => {
                     let result = self
-                        .shared
+                        .deps
                         .realm
                         .join_or_create(participant_id, Bytes::from(create.params))
                         .await;
                     self.count_join(result);
                 }
-                Err(_) => self.shared.metrics.dropped(DropReason::MalformedBody),
+                Err(_) => self.deps.metrics.dropped(DropReason::MalformedBody),
             },
             KIND_ROOM_JOIN => match RoomJoin::decode(&envelope.body) {
                 Ok(join) => {
-                    let result = self
-                        .shared
-                        .realm
-                        .join_by_id(participant_id, join.room_id)
-                        .await;
+                    let result = match RoomId::new(join.room_id) {
+                        Some(room) => self.deps.realm.join_by_id(participant_id, room).await,
+                        None => Err(JoinRefused::NoSuchRoom),
+                    };
                     self.count_join(result);
                 }
-                Err(_) => self.shared.metrics.dropped(DropReason::MalformedBody),
+                Err(_) => self.deps.metrics.dropped(DropReason::MalformedBody),
             },
             KIND_ROOM_LEAVE => match RoomLeave::decode(&envelope.body) {
                 Ok(leave) => {
-                    if self.shared.realm.leave(participant_id, leave.room_id) {
+                    let left = RoomId::new(leave.room_id)
+                        .is_some_and(|room| self.deps.realm.leave(participant_id, room));
+                    if left {
                         self.sync_place();
                     } else {
-                        self.shared.metrics.dropped(DropReason::StaleRoomId);
+                        self.deps.metrics.dropped(DropReason::StaleRoomId);
                     }
                 }
-                Err(_) => self.shared.metrics.dropped(DropReason::MalformedBody),
+                Err(_) => self.deps.metrics.dropped(DropReason::MalformedBody),
             },
             KIND_ROOM_MAP_READY => match RoomMapReady::decode(&envelope.body) {
                 Ok(ready) => {
-                    if !self.shared.realm.map_ready(participant_id, ready.room_id) {
-                        self.shared.metrics.dropped(DropReason::StaleRoomId);
+                    let marked = RoomId::new(ready.room_id)
+                        .is_some_and(|room| self.deps.realm.map_ready(participant_id, room));
+                    if !marked {
+                        self.deps.metrics.dropped(DropReason::StaleRoomId);
                     }
                 }
-                Err(_) => self.shared.metrics.dropped(DropReason::MalformedBody),
+                Err(_) => self.deps.metrics.dropped(DropReason::MalformedBody),
             },
             KIND_TSYNC_HELLO | KIND_TSYNC_ACK | KIND_TSYNC_INPUT | KIND_NA_PRESENCE
             | KIND_NA_STATE
-                if self.shared.hub.enabled() =>
+                if self.deps.hub.enabled() =>
             {
                 self.handle_transform_sync(envelope.kind, &envelope.body);
             }
             kind if kind >= FIRST_APPLICATION_KIND => {
-                match self.shared.runtime.as_ref() {
+                match self.deps.runtime.as_ref() {
                     // A script `on_message(kind)` handler owns the kind.
                     Some(rt) if rt.handles_message(kind) => {
-                        let room = live.place.scope().room_id();
-                        rt.message(
-                            Caller {
-                                participant_id,
-                                user_id: live.identity.user_id().map(str::to_owned),
-                                room_id: (room != 0).then_some(room),
-                            },
-                            kind,
-                            envelope.body,
-                        );
+                        rt.message(live.caller(), kind, envelope.body);
                     }
                     // No handler: relay under its own kind, reliably.
-                    _ => self.relay(kind, &envelope.body, false),
+                    _ => self.relay(kind, &envelope.body, Lane::Reliable),
                 }
             }
             kind => {
@@ -299,7 +354,7 @@ impl Connection {
                     Some(_) => DropReason::UnsupportedKind,
                     None => DropReason::ReservedKind,
                 };
-                self.shared.metrics.dropped(reason);
+                self.deps.metrics.dropped(reason);
             }
         }
         Flow::Continue
@@ -310,11 +365,11 @@ impl Connection {
         let Phase::Live(live) = &self.phase else {
             return;
         };
-        let hub = &self.shared.hub;
+        let hub = &self.deps.hub;
         let pid = live.participant_id;
-        let malformed = || self.shared.metrics.dropped(DropReason::MalformedBody);
+        let malformed = || self.deps.metrics.dropped(DropReason::MalformedBody);
         match kind {
-            KIND_TSYNC_HELLO => hub.handle_hello(pid, &self.outbound, live.place.scope().room_id()),
+            KIND_TSYNC_HELLO => hub.handle_hello(pid, live.seat.place()),
             KIND_TSYNC_ACK => match TsyncAck::decode(body) {
                 Ok(ack) => hub.handle_ack(pid, &ack),
                 Err(_) => malformed(),
@@ -339,40 +394,32 @@ impl Connection {
     /// Tells the transform hub where the participant is now.
     fn sync_place(&self) {
         if let Phase::Live(live) = &self.phase {
-            self.shared
+            self.deps
                 .hub
-                .handle_place_change(live.participant_id, live.place.scope().room_id());
+                .handle_place_change(live.participant_id, live.seat.place());
         }
     }
 
-    fn count_join(&self, result: Result<u64, JoinRefused>) {
+    fn count_join(&self, result: Result<RoomId, JoinRefused>) {
         self.sync_place();
         match result {
             Ok(_) => {}
-            Err(JoinRefused::RoomLimit) => self.shared.metrics.dropped(DropReason::RoomLimit),
-            Err(JoinRefused::BadName) => self.shared.metrics.dropped(DropReason::BadRoomName),
-            Err(_) => self.shared.metrics.dropped(DropReason::RoomJoinRefused),
+            Err(JoinRefused::RoomLimit) => self.deps.metrics.dropped(DropReason::RoomLimit),
+            Err(JoinRefused::BadName) => self.deps.metrics.dropped(DropReason::BadRoomName),
+            Err(_) => self.deps.metrics.dropped(DropReason::RoomJoinRefused),
         }
     }
 
     /// Sends `payload` tagged with the sender to every other member of the
     /// sender's place (room or default dimension), encoded once.
-    fn relay(&self, kind: u16, payload: &[u8], unreliable: bool) {
+    fn relay(&self, kind: u16, payload: &[u8], lane: Lane) {
         let Phase::Live(live) = &self.phase else {
             return;
         };
-        let frame = framed_with_sender(kind, live.participant_id, payload);
-        let scope = live.place.scope();
-        for member in scope.members().iter() {
-            if member.participant_id == live.participant_id {
-                continue;
-            }
-            if unreliable {
-                member.outbound.send_unreliable(frame.clone());
-            } else {
-                member.outbound.send_reliable(frame.clone());
-            }
-        }
+        let frame = tagged_frame(kind, live.participant_id, payload);
+        self.deps
+            .router
+            .to_place(live.seat.place(), Some(live.participant_id), lane, frame);
     }
 
     async fn handle_rpc(&mut self, body: &[u8]) {
@@ -380,24 +427,24 @@ impl Connection {
             return;
         };
         let Ok(request) = RpcRequest::decode(body) else {
-            self.shared.metrics.dropped(DropReason::MalformedBody);
+            self.deps.metrics.dropped(DropReason::MalformedBody);
             return;
         };
         let ctx = RpcContext {
             participant_id: live.participant_id,
             user_id: live.identity.user_id().map(str::to_owned),
+            place: live.seat.place(),
             method: request.method.clone(),
         };
         // Waiting for a slot is the backpressure on a client that floods RPCs.
         let Ok(permit) = self.rpc_slots.clone().acquire_owned().await else {
             return;
         };
-        let shared = self.shared.clone();
+        let deps = self.deps.clone();
         let outbound = self.outbound.clone();
-        let deadline =
-            std::time::Duration::from_millis(shared.config.transport.limits.rpc_timeout_ms);
-        let handler = shared.rpc.resolve(&request.method);
-        let tasks = shared.tasks.clone();
+        let deadline = std::time::Duration::from_millis(deps.limits.rpc_timeout_ms);
+        let handler = deps.rpc.resolve(&request.method);
+        let tasks = deps.tasks.clone();
         tasks.spawn(async move {
             let _permit = permit;
             let (status, payload) = match handler {
@@ -414,9 +461,9 @@ impl Connection {
                     }
                 },
             };
-            shared.metrics.rpc_calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            deps.metrics.rpc_calls.fetch_add(1, Ordering::Relaxed);
             if status != RPC_STATUS_OK {
-                shared.metrics.rpc_errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                deps.metrics.rpc_errors.fetch_add(1, Ordering::Relaxed);
             }
             let response = protocol::RpcResponse {
                 request_id: request.request_id,
@@ -430,27 +477,270 @@ impl Connection {
     /// Removes the participant from the realm (idempotent).
     pub fn handle_disconnect(&mut self) {
         if let Phase::Live(live) = &self.phase {
-            let room = live.place.scope().room_id();
-            self.shared.hub.handle_disconnect(live.participant_id);
+            let caller = live.caller();
+            self.deps.hub.handle_disconnect(live.participant_id);
             if let Identity::Authenticated(session) = &live.identity {
-                self.shared
+                self.deps
                     .live
                     .unregister(&session.session_id, live.participant_id);
             }
-            self.shared.realm.unregister(live.participant_id);
-            if let Some(rt) = &self.shared.runtime {
-                rt.leave(Caller {
-                    participant_id: live.participant_id,
-                    user_id: live.identity.user_id().map(str::to_owned),
-                    room_id: (room != 0).then_some(room),
-                });
+            self.deps.realm.unregister(live.participant_id);
+            self.deps.router.detach(live.participant_id);
+            if let Some(rt) = &self.deps.runtime {
+                rt.leave(caller);
             }
-            self.shared
+            self.deps
                 .metrics
                 .participants
-                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                .fetch_sub(1, Ordering::Relaxed);
             tracing::debug!(participant_id = live.participant_id, "participant left");
         }
         self.phase = Phase::Closed;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Dispatch without a socket: a recording router stands in for delivery
+    //! and the connection's own lanes are read directly.
+
+    use std::sync::Mutex;
+
+    use citadel_wire::protocol::{
+        KIND_AUTH_RESULT, KIND_PEER_POSITION, KIND_RPC_RESPONSE, RpcResponse, encode_position,
+        encode_rpc_request,
+    };
+    use citadel_wire::room::RoomJoined;
+
+    use super::*;
+    use crate::actors::TransformHub;
+    use crate::config::{RoomsConfig, TransformSyncConfig};
+    use crate::gateway::handshake::RejectAllTokens;
+    use crate::gateway::outbound::LaneLimits;
+    use crate::place::Place;
+    use crate::realm::{DefaultRoomPolicy, Places};
+
+    /// One delivery the connection asked for.
+    #[derive(Debug, Clone, PartialEq)]
+    enum Routed {
+        Attach(u64),
+        Detach(u64),
+        Participant(u64, Lane, Bytes),
+        Place(Place, Option<u64>, Lane, Bytes),
+    }
+
+    #[derive(Debug, Default)]
+    struct RecordingRouter(Mutex<Vec<Routed>>);
+
+    impl RecordingRouter {
+        fn take(&self) -> Vec<Routed> {
+            std::mem::take(&mut *self.0.lock().unwrap())
+        }
+        fn push(&self, routed: Routed) {
+            self.0.lock().unwrap().push(routed);
+        }
+    }
+
+    impl Router for RecordingRouter {
+        fn attach(&self, recipient: Recipient) {
+            self.push(Routed::Attach(recipient.participant_id));
+        }
+        fn detach(&self, participant_id: u64) {
+            self.push(Routed::Detach(participant_id));
+        }
+        fn to_participant(&self, participant_id: u64, lane: Lane, frame: Bytes) -> bool {
+            self.push(Routed::Participant(participant_id, lane, frame));
+            true
+        }
+        fn to_account(&self, _user_id: &str, _lane: Lane, _frame: Bytes) -> usize {
+            0
+        }
+        fn to_place(&self, place: Place, except: Option<u64>, lane: Lane, frame: Bytes) -> usize {
+            self.push(Routed::Place(place, except, lane, frame));
+            1
+        }
+        fn to_everyone(&self, _lane: Lane, _frame: Bytes) -> usize {
+            0
+        }
+    }
+
+    struct Harness {
+        router: Arc<RecordingRouter>,
+        deps: Arc<ConnectionDeps>,
+        outbound: Outbound,
+        connection: Connection,
+    }
+
+    fn harness() -> Harness {
+        let metrics = Arc::new(Metrics::default());
+        let router = Arc::new(RecordingRouter::default());
+        let places = Arc::new(Places::default());
+        let realm = Arc::new(Realm::new(
+            RoomsConfig::default(),
+            Arc::new(DefaultRoomPolicy::default()),
+            places,
+            router.clone(),
+        ));
+        let hub = TransformHub::new(
+            TransformSyncConfig::default(),
+            metrics.clone(),
+            router.clone(),
+        )
+        .unwrap();
+        let deps = Arc::new(ConnectionDeps {
+            auth: AuthConfig::default(),
+            limits: LimitsConfig::default(),
+            metrics: metrics.clone(),
+            realm,
+            router: router.clone(),
+            rpc: Arc::new(RpcRegistry::default()),
+            validator: Arc::new(RejectAllTokens),
+            runtime: None,
+            live: Arc::new(LiveSessions::default()),
+            hub: Arc::new(hub),
+            tasks: TaskTracker::new(),
+            participant_ids: Arc::new(ParticipantIds::default()),
+        });
+        let limits = LaneLimits {
+            reliable_capacity: 64,
+            unreliable_capacity: 64,
+            max_bytes: 1 << 20,
+        };
+        let outbound = Outbound::new(limits, metrics);
+        Harness {
+            router,
+            connection: Connection::new(deps.clone(), outbound.clone()),
+            deps,
+            outbound,
+        }
+    }
+
+    fn decoded(frame: &Bytes) -> Envelope {
+        let mut buf = bytes::BytesMut::from(&frame[..]);
+        citadel_wire::decode_framed(&mut buf).unwrap().unwrap()
+    }
+
+    impl Harness {
+        /// Completes a guest handshake; returns the participant id.
+        async fn accept_guest(&mut self) -> u64 {
+            let flow = self
+                .connection
+                .handle_envelope(Envelope::new(KIND_AUTH, Bytes::new()))
+                .await;
+            assert_eq!(flow, Flow::Continue);
+            let (reliable, _) = self.outbound.drain();
+            assert_eq!(reliable.len(), 1);
+            let reply = decoded(&reliable[0]);
+            assert_eq!(reply.kind, KIND_AUTH_RESULT);
+            assert_eq!(AuthResult::decode(&reply.body), Ok(AuthResult::Guest));
+            let id = self.connection.participant_id().unwrap();
+            assert_eq!(self.router.take(), vec![Routed::Attach(id)]);
+            id
+        }
+    }
+
+    #[tokio::test]
+    async fn a_first_frame_other_than_auth_is_rejected_and_sticks() {
+        let mut h = harness();
+        let position = Envelope::new(KIND_POSITION, encode_position(1.0, 2.0).to_vec());
+        let flow = h.connection.handle_envelope(position.clone()).await;
+        assert_eq!(flow, Flow::Close(CloseReason::AuthRejected));
+        let reply = decoded(&h.outbound.drain().0[0]);
+        assert_eq!(
+            AuthResult::decode(&reply.body),
+            Ok(AuthResult::Rejected {
+                reason_class: AUTH_REASON_PROTOCOL
+            })
+        );
+        assert_eq!(
+            h.connection.handle_envelope(position).await,
+            Flow::Close(CloseReason::AuthRejected)
+        );
+        assert!(
+            h.router.take().is_empty(),
+            "nothing routed for a rejected peer"
+        );
+    }
+
+    #[tokio::test]
+    async fn positions_go_to_the_place_except_the_sender_unreliably() {
+        let mut h = harness();
+        let id = h.accept_guest().await;
+        let body = encode_position(125.0, 64.0);
+        h.connection
+            .handle_envelope(Envelope::new(KIND_POSITION, body.to_vec()))
+            .await;
+        assert_eq!(
+            h.router.take(),
+            vec![Routed::Place(
+                Place::Default,
+                Some(id),
+                Lane::Unreliable,
+                tagged_frame(KIND_PEER_POSITION, id, &body)
+            )]
+        );
+    }
+
+    #[tokio::test]
+    async fn application_kinds_without_a_script_relay_reliably_in_the_room() {
+        let mut h = harness();
+        let id = h.accept_guest().await;
+        let create = RoomCreate {
+            params: b"arena".to_vec(),
+        };
+        h.connection.handle_envelope(create.to_envelope()).await;
+        let routed = h.router.take();
+        let [Routed::Participant(to, Lane::Reliable, frame)] = routed.as_slice() else {
+            panic!("expected one ROOM_JOINED, got {routed:?}");
+        };
+        assert_eq!(*to, id);
+        let joined = RoomJoined::decode(&decoded(frame).body).unwrap();
+        let room = Place::Room(RoomId::new(joined.room_id).unwrap());
+        h.connection
+            .handle_envelope(Envelope::new(FIRST_APPLICATION_KIND, b"hi".to_vec()))
+            .await;
+        assert_eq!(
+            h.router.take(),
+            vec![Routed::Place(
+                room,
+                Some(id),
+                Lane::Reliable,
+                tagged_frame(FIRST_APPLICATION_KIND, id, b"hi")
+            )]
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unknown_rpc_is_answered_on_the_callers_own_lane() {
+        let mut h = harness();
+        h.accept_guest().await;
+        let request = encode_rpc_request(42, "nope", b"");
+        h.connection
+            .handle_envelope(Envelope::new(KIND_RPC_REQUEST, request))
+            .await;
+        h.deps.tasks.close();
+        h.deps.tasks.wait().await;
+        let reply = decoded(&h.outbound.drain().0[0]);
+        assert_eq!(reply.kind, KIND_RPC_RESPONSE);
+        let response = RpcResponse::decode(&reply.body).unwrap();
+        assert_eq!(response.request_id, 42);
+        assert_eq!(response.status, RPC_STATUS_ERROR);
+        assert_eq!(&response.payload[..], rpc::UNKNOWN_METHOD.as_bytes());
+        assert!(h.router.take().is_empty(), "a reply is not routed");
+    }
+
+    #[tokio::test]
+    async fn a_second_auth_closes_and_disconnect_detaches() {
+        let mut h = harness();
+        let id = h.accept_guest().await;
+        let flow = h
+            .connection
+            .handle_envelope(Envelope::new(KIND_AUTH, Bytes::new()))
+            .await;
+        assert_eq!(flow, Flow::Close(CloseReason::DuplicateAuth));
+        h.connection.handle_disconnect();
+        h.connection.handle_disconnect();
+        assert_eq!(h.router.take(), vec![Routed::Detach(id)]);
+        assert_eq!(h.deps.realm.lobby_count(), 0);
     }
 }

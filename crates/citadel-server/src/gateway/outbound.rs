@@ -131,13 +131,14 @@ impl Outbound {
     }
 
     /// Queues a framed envelope on the unreliable lane, dropping the oldest
-    /// queued ones if it is full.
-    pub fn send_unreliable(&self, frame: Bytes) {
+    /// queued ones if it is full. False if the frame itself was not queued
+    /// (closing, or larger than the byte cap).
+    pub fn send_unreliable(&self, frame: Bytes) -> bool {
         let mut st = self.lock();
         if st.close.is_some() {
             drop(st);
             self.shared.metrics.dropped(DropReason::ConnectionClosed);
-            return;
+            return false;
         }
         let limits = self.shared.limits;
         let mut dropped = 0;
@@ -149,11 +150,12 @@ impl Outbound {
                 dropped += 1;
             }
         }
-        if st.bytes + frame.len() > limits.max_bytes {
-            dropped += 1;
-        } else {
+        let queued = st.bytes + frame.len() <= limits.max_bytes;
+        if queued {
             st.bytes += frame.len();
             st.unreliable.push_back(frame);
+        } else {
+            dropped += 1;
         }
         drop(st);
         if dropped > 0 {
@@ -162,6 +164,7 @@ impl Outbound {
                 .drop_n(DropReason::UnreliableLaneFull, dropped);
         }
         self.shared.wake.notify_one();
+        queued
     }
 
     /// Asks the writer to flush what is queued, then close with `reason`.
@@ -202,6 +205,18 @@ impl Outbound {
     /// Cancelled when the connection must stop immediately.
     pub fn aborted(&self) -> CancellationToken {
         self.shared.abort.clone()
+    }
+
+    /// Takes every queued frame at once, lanes apart (reliable, unreliable):
+    /// what unit tests read instead of a socket.
+    #[cfg(test)]
+    pub(crate) fn drain(&self) -> (Vec<Bytes>, Vec<Bytes>) {
+        let mut st = self.lock();
+        st.bytes = 0;
+        (
+            st.reliable.drain(..).collect(),
+            st.unreliable.drain(..).collect(),
+        )
     }
 
     /// Envelopes currently queued (both lanes).

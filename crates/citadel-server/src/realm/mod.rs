@@ -1,12 +1,15 @@
-//! The realm: every participant's place (a room, or the implicit default
+//! The realm: every participant's [`Place`] (a room, or the implicit default
 //! dimension shared by all room-less participants) and the room registry.
 //!
 //! One owner: the realm's mutex guards membership, names and labels; it is
 //! never held across an `.await` (policy hooks run outside it). Each place
-//! publishes an immutable member list ([`Scope`]) that relay fan-out reads
-//! without touching the realm lock. Call order per participant:
-//! [`Realm::register`] → any of `join_or_create` / `join_by_id` / `leave` /
-//! `map_ready` → [`Realm::unregister`].
+//! publishes an immutable member list ([`Scope`]) in the [`Places`] index
+//! that the router reads without touching the realm lock; each participant
+//! has a [`Seat`] that tells its connection where it is now. Room replies
+//! (ROOM_JOINED, ROOM_LEAVE) go through the router. What it is not: it
+//! delivers nothing itself. Call order per participant: [`Realm::register`]
+//! → any of `join_or_create` / `join_by_id` / `leave` / `map_ready` →
+//! [`Realm::unregister`].
 
 mod members;
 mod policy;
@@ -15,7 +18,7 @@ pub use members::{MemberList, MemberSet};
 pub use policy::{DefaultRoomPolicy, PolicyContext, RoomLabel, RoomPolicy};
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use bytes::Bytes;
@@ -25,6 +28,8 @@ use tokio::sync::OnceCell;
 
 use crate::config::RoomsConfig;
 use crate::gateway::outbound::Outbound;
+use crate::place::{Place, RoomId};
+use crate::router::{Lane, Router, frame};
 
 /// One member of a place, as fan-out sees it.
 #[derive(Debug, Clone)]
@@ -35,23 +40,23 @@ pub struct Member {
     pub outbound: Outbound,
 }
 
-/// A place's published member list: a room or the default dimension (id 0).
+/// A place's published member list: a room or the default dimension.
 #[derive(Debug)]
 pub struct Scope {
-    room_id: u64,
+    place: Place,
     members: RwLock<MemberList>,
 }
 
 impl Scope {
-    fn new(room_id: u64) -> Arc<Self> {
+    fn new(place: Place) -> Arc<Self> {
         Arc::new(Scope {
-            room_id,
+            place,
             members: RwLock::new(MemberList::default()),
         })
     }
-    /// 0 for the default dimension.
-    pub fn room_id(&self) -> u64 {
-        self.room_id
+    /// Which place this is.
+    pub fn place(&self) -> Place {
+        self.place
     }
     /// The current members (cheap clone of an immutable list).
     pub fn members(&self) -> MemberList {
@@ -88,6 +93,55 @@ pub enum JoinRefused {
     Denied,
 }
 
+/// Every place's published member list, by place: what the router reads.
+/// The realm inserts a room's scope when it creates the room and removes it
+/// when it prunes it; reads never wait on the realm lock.
+#[derive(Debug)]
+pub struct Places {
+    lobby: Arc<Scope>,
+    rooms: RwLock<HashMap<RoomId, Arc<Scope>>>,
+}
+
+impl Default for Places {
+    fn default() -> Self {
+        Places {
+            lobby: Scope::new(Place::Default),
+            rooms: RwLock::new(HashMap::new()),
+        }
+    }
+}
+
+impl Places {
+    /// The published scope of `place`; `None` for a room that no longer exists.
+    pub fn scope(&self, place: Place) -> Option<Arc<Scope>> {
+        match place {
+            Place::Default => Some(self.lobby.clone()),
+            Place::Room(id) => self
+                .rooms
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&id)
+                .cloned(),
+        }
+    }
+
+    fn insert(&self, scope: Arc<Scope>) {
+        if let Place::Room(id) = scope.place() {
+            self.rooms
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, scope);
+        }
+    }
+
+    fn remove(&self, id: RoomId) {
+        self.rooms
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+    }
+}
+
 /// A room as `/status` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct RoomStatus {
@@ -122,38 +176,44 @@ struct RoomState {
 struct ParticipantState {
     outbound: Outbound,
     user_id: Option<String>,
-    room: Option<u64>,
-    scope: Arc<Mutex<Arc<Scope>>>,
+    room: Option<RoomId>,
+    seat: Seat,
 }
 
-type NameCell = Arc<OnceCell<Option<u64>>>;
+type NameCell = Arc<OnceCell<Option<RoomId>>>;
 
 #[derive(Debug, Default)]
 struct RealmState {
-    rooms: HashMap<u64, RoomState>,
+    rooms: HashMap<RoomId, RoomState>,
     names: HashMap<Vec<u8>, NameCell>,
     participants: HashMap<u64, ParticipantState>,
     lobby: MemberSet,
     next_room_id: u64,
 }
 
-/// Where a participant's relay goes: updated by the realm when it moves.
-#[derive(Debug, Clone)]
-pub struct Place {
-    cell: Arc<Mutex<Arc<Scope>>>,
+/// Where one participant is now: written by the realm when it moves, read
+/// lock-free by its connection on every relayed frame.
+#[derive(Debug, Clone, Default)]
+pub struct Seat {
+    code: Arc<AtomicU64>,
 }
 
-impl Place {
-    /// The scope the participant is in now.
-    pub fn scope(&self) -> Arc<Scope> {
-        self.cell.lock().unwrap_or_else(|p| p.into_inner()).clone()
+impl Seat {
+    /// The participant's place now.
+    pub fn place(&self) -> Place {
+        Place::from_code(self.code.load(Ordering::Acquire))
+    }
+
+    fn set(&self, place: Place) {
+        self.code.store(place.to_code(), Ordering::Release);
     }
 }
 
 /// The room registry and membership owner.
 pub struct Realm {
     state: Mutex<RealmState>,
-    lobby: Arc<Scope>,
+    places: Arc<Places>,
+    router: Arc<dyn Router>,
     policy: Arc<dyn RoomPolicy>,
     config: RoomsConfig,
 }
@@ -165,14 +225,21 @@ impl std::fmt::Debug for Realm {
 }
 
 impl Realm {
-    /// An empty realm using `policy`.
-    pub fn new(config: RoomsConfig, policy: Arc<dyn RoomPolicy>) -> Self {
+    /// An empty realm using `policy`, publishing member lists into
+    /// `places` and sending room replies through `router`.
+    pub fn new(
+        config: RoomsConfig,
+        policy: Arc<dyn RoomPolicy>,
+        places: Arc<Places>,
+        router: Arc<dyn Router>,
+    ) -> Self {
         Realm {
             state: Mutex::new(RealmState {
                 next_room_id: 1,
                 ..Default::default()
             }),
-            lobby: Scope::new(0),
+            places,
+            router,
             policy,
             config,
         }
@@ -188,8 +255,8 @@ impl Realm {
         participant_id: u64,
         user_id: Option<String>,
         outbound: Outbound,
-    ) -> Place {
-        let cell = Arc::new(Mutex::new(self.lobby.clone()));
+    ) -> Seat {
+        let seat = Seat::default();
         let mut st = self.lock();
         st.lobby.insert(Member {
             participant_id,
@@ -201,11 +268,11 @@ impl Realm {
                 outbound,
                 user_id,
                 room: None,
-                scope: cell.clone(),
+                seat: seat.clone(),
             },
         );
         self.publish_lobby(&st);
-        Place { cell }
+        seat
     }
 
     /// Removes a participant everywhere at once (disconnect); prunes its
@@ -234,7 +301,7 @@ impl Realm {
         &self,
         participant_id: u64,
         params: Bytes,
-    ) -> Result<u64, JoinRefused> {
+    ) -> Result<RoomId, JoinRefused> {
         if params.is_empty() || params.len() > self.config.max_name_bytes {
             return Err(JoinRefused::BadName);
         }
@@ -265,8 +332,10 @@ impl Realm {
                     {
                         return None;
                     }
-                    let id = st.next_room_id;
+                    let id = RoomId::new(st.next_room_id)?;
                     st.next_room_id += 1;
+                    let scope = Scope::new(Place::Room(id));
+                    self.places.insert(scope.clone());
                     st.rooms.insert(
                         id,
                         RoomState {
@@ -274,7 +343,7 @@ impl Realm {
                             label,
                             members: MemberSet::default(),
                             ready: HashSet::new(),
-                            scope: Scope::new(id),
+                            scope,
                         },
                     );
                     self.move_into(&mut st, participant_id, id);
@@ -300,7 +369,11 @@ impl Realm {
     }
 
     /// Joins an existing room by id through the admission policy.
-    pub async fn join_by_id(&self, participant_id: u64, room_id: u64) -> Result<u64, JoinRefused> {
+    pub async fn join_by_id(
+        &self,
+        participant_id: u64,
+        room_id: RoomId,
+    ) -> Result<RoomId, JoinRefused> {
         {
             let st = self.lock();
             if st.participants.get(&participant_id).and_then(|p| p.room) == Some(room_id) {
@@ -316,9 +389,9 @@ impl Realm {
     async fn admit(
         &self,
         participant_id: u64,
-        room_id: u64,
+        room_id: RoomId,
         ctx: PolicyContext,
-    ) -> Result<u64, JoinRefused> {
+    ) -> Result<RoomId, JoinRefused> {
         if !self.policy.on_room_join(ctx, room_id).await {
             return Err(JoinRefused::Denied);
         }
@@ -335,7 +408,7 @@ impl Realm {
         Ok(room_id)
     }
 
-    fn check_capacity(&self, st: &RealmState, room_id: u64) -> Result<(), JoinRefused> {
+    fn check_capacity(&self, st: &RealmState, room_id: RoomId) -> Result<(), JoinRefused> {
         let room = st.rooms.get(&room_id).ok_or(JoinRefused::NoSuchRoom)?;
         if !room.label.open {
             return Err(JoinRefused::Closed);
@@ -349,11 +422,9 @@ impl Realm {
 
     /// Leaves `room_id` if that is the participant's room (back to the
     /// default dimension, with a ROOM_LEAVE notice). `false` for a stale id.
-    pub fn leave(&self, participant_id: u64, room_id: u64) -> bool {
+    pub fn leave(&self, participant_id: u64, room_id: RoomId) -> bool {
         let mut st = self.lock();
-        if room_id == 0
-            || st.participants.get(&participant_id).and_then(|p| p.room) != Some(room_id)
-        {
+        if st.participants.get(&participant_id).and_then(|p| p.room) != Some(room_id) {
             return false;
         }
         self.detach(&mut st, participant_id, true);
@@ -361,13 +432,13 @@ impl Realm {
             st.lobby.insert(member);
         }
         self.publish_lobby(&st);
-        self.set_place(&st, participant_id, self.lobby.clone());
+        self.set_place(&st, participant_id, Place::Default);
         true
     }
 
     /// Marks the participant ready in `room_id`; `false` (no effect) for a
     /// wrong or stale id.
-    pub fn map_ready(&self, participant_id: u64, room_id: u64) -> bool {
+    pub fn map_ready(&self, participant_id: u64, room_id: RoomId) -> bool {
         let mut st = self.lock();
         if st.participants.get(&participant_id).and_then(|p| p.room) != Some(room_id) {
             return false;
@@ -385,7 +456,7 @@ impl Realm {
             .rooms
             .iter()
             .map(|(id, r)| RoomStatus {
-                id: *id,
+                id: id.get(),
                 name: String::from_utf8_lossy(&r.name).into_owned(),
                 map: r.label.map.clone(),
                 mode: r.label.mode.clone(),
@@ -410,55 +481,26 @@ impl Realm {
     }
 
     /// The participant's room (`None` = default dimension or unknown).
-    pub fn room_of(&self, participant_id: u64) -> Option<u64> {
+    pub fn room_of(&self, participant_id: u64) -> Option<RoomId> {
         self.lock()
             .participants
             .get(&participant_id)
             .and_then(|p| p.room)
     }
 
-    // ---- lookups for the Lua runtime (issue 6) ----
-
-    /// Live room ids, ascending (what `on_tick` walks).
-    pub fn room_ids(&self) -> Vec<u64> {
+    /// Live room ids, ascending (what the Lua `on_tick` walks).
+    pub fn room_ids(&self) -> Vec<RoomId> {
         let st = self.lock();
-        let mut ids: Vec<u64> = st.rooms.keys().copied().collect();
+        let mut ids: Vec<RoomId> = st.rooms.keys().copied().collect();
         ids.sort_unstable();
         ids
     }
 
-    /// The published members of room `room_id` (0 = the default dimension);
-    /// `None` for a room that no longer exists. The lock is released before
-    /// the list is read.
-    pub fn place_members(&self, room_id: u64) -> Option<MemberList> {
-        if room_id == 0 {
-            return Some(self.lobby.members());
-        }
-        let scope = self.lock().rooms.get(&room_id).map(|r| r.scope.clone());
-        scope.map(|s| s.members())
+    /// The published members of `place`; `None` for a room that no longer
+    /// exists. Reads the published index, not the realm lock.
+    pub fn place_members(&self, place: Place) -> Option<MemberList> {
+        self.places.scope(place).map(|s| s.members())
     }
-
-    /// Every connected participant.
-    pub fn all_members(&self) -> Vec<Member> {
-        let st = self.lock();
-        st.participants
-            .iter()
-            .map(|(id, p)| Member {
-                participant_id: *id,
-                outbound: p.outbound.clone(),
-            })
-            .collect()
-    }
-
-    /// One participant's outbound lanes.
-    pub fn outbound_of(&self, participant_id: u64) -> Option<Outbound> {
-        self.lock()
-            .participants
-            .get(&participant_id)
-            .map(|p| p.outbound.clone())
-    }
-
-    // ---- end lookups for the Lua runtime ----
 
     // ---- helpers: all run under the realm lock ----
 
@@ -478,25 +520,27 @@ impl Realm {
     }
 
     fn publish_lobby(&self, st: &RealmState) {
-        self.lobby.publish(st.lobby.snapshot());
+        self.places.lobby.publish(st.lobby.snapshot());
     }
 
-    fn set_place(&self, st: &RealmState, participant_id: u64, scope: Arc<Scope>) {
+    fn set_place(&self, st: &RealmState, participant_id: u64, place: Place) {
         if let Some(p) = st.participants.get(&participant_id) {
-            *p.scope.lock().unwrap_or_else(|e| e.into_inner()) = scope;
+            p.seat.set(place);
         }
     }
 
-    fn send_joined(&self, st: &RealmState, participant_id: u64, room_id: u64) {
-        if let (Some(p), Some(room)) =
-            (st.participants.get(&participant_id), st.rooms.get(&room_id))
-        {
+    fn send_joined(&self, st: &RealmState, participant_id: u64, room_id: RoomId) {
+        if let Some(room) = st.rooms.get(&room_id) {
             let joined = RoomJoined {
-                room_id,
+                room_id: room_id.get(),
                 map: room.label.map.clone(),
                 mode: room.label.mode.clone(),
             };
-            p.outbound.send_envelope(&joined.to_envelope());
+            self.router.to_participant(
+                participant_id,
+                Lane::Reliable,
+                frame(&joined.to_envelope()),
+            );
         }
     }
 
@@ -524,6 +568,7 @@ impl Realm {
                 }
                 if let Some(name) = prune {
                     st.rooms.remove(&room_id);
+                    self.places.remove(room_id);
                     let stale = st
                         .names
                         .get(&name)
@@ -532,9 +577,15 @@ impl Realm {
                         st.names.remove(&name);
                     }
                 }
-                if notify && let Some(p) = st.participants.get(&participant_id) {
-                    p.outbound
-                        .send_envelope(&RoomLeave { room_id }.to_envelope());
+                if notify {
+                    let leave = RoomLeave {
+                        room_id: room_id.get(),
+                    };
+                    self.router.to_participant(
+                        participant_id,
+                        Lane::Reliable,
+                        frame(&leave.to_envelope()),
+                    );
                 }
             }
         }
@@ -545,7 +596,7 @@ impl Realm {
 
     /// Moves the participant into `room_id` (leaving its current place with a
     /// notice) and sends ROOM_JOINED.
-    fn move_into(&self, st: &mut RealmState, participant_id: u64, room_id: u64) {
+    fn move_into(&self, st: &mut RealmState, participant_id: u64, room_id: RoomId) {
         self.detach(st, participant_id, true);
         let Some(member) = Self::member(st, participant_id) else {
             return;
@@ -554,12 +605,11 @@ impl Realm {
             return;
         };
         room.members.insert(member);
-        let scope = room.scope.clone();
-        scope.publish(room.members.snapshot());
+        room.scope.publish(room.members.snapshot());
         if let Some(p) = st.participants.get_mut(&participant_id) {
             p.room = Some(room_id);
         }
-        self.set_place(st, participant_id, scope);
+        self.set_place(st, participant_id, Place::Room(room_id));
         self.send_joined(st, participant_id, room_id);
     }
 }
@@ -569,13 +619,49 @@ mod tests {
     use super::*;
     use crate::gateway::outbound::LaneLimits;
     use crate::metrics::Metrics;
+    use crate::router::{LocalRouter, Recipient};
 
-    fn realm(max_rooms: usize) -> Realm {
+    struct Fixture {
+        realm: Realm,
+        router: Arc<LocalRouter>,
+    }
+
+    impl Fixture {
+        fn register(&self, participant_id: u64, outbound: Outbound) -> Seat {
+            self.router.attach(Recipient {
+                participant_id,
+                user_id: None,
+                outbound: outbound.clone(),
+            });
+            self.realm.register(participant_id, None, outbound)
+        }
+    }
+
+    impl std::ops::Deref for Fixture {
+        type Target = Realm;
+        fn deref(&self) -> &Realm {
+            &self.realm
+        }
+    }
+
+    fn realm(max_rooms: usize) -> Fixture {
         let config = RoomsConfig {
             max_rooms,
             ..RoomsConfig::default()
         };
-        Realm::new(config, Arc::new(DefaultRoomPolicy::default()))
+        let places = Arc::new(Places::default());
+        let router = Arc::new(LocalRouter::new(places.clone()));
+        let realm = Realm::new(
+            config,
+            Arc::new(DefaultRoomPolicy::default()),
+            places,
+            router.clone(),
+        );
+        Fixture { realm, router }
+    }
+
+    fn room(raw: u64) -> RoomId {
+        RoomId::new(raw).unwrap()
     }
 
     fn outbound() -> Outbound {
@@ -590,8 +676,8 @@ mod tests {
     #[tokio::test]
     async fn first_caller_creates_and_rest_join() {
         let realm = realm(10);
-        let a = realm.register(1, None, outbound());
-        let _b = realm.register(2, None, outbound());
+        let a = realm.register(1, outbound());
+        let _b = realm.register(2, outbound());
         assert_eq!(realm.lobby_count(), 2);
         let id = realm
             .join_or_create(1, Bytes::from_static(b"lobby"))
@@ -601,8 +687,8 @@ mod tests {
             realm.join_or_create(2, Bytes::from_static(b"lobby")).await,
             Ok(id)
         );
-        assert_eq!(a.scope().room_id(), id);
-        assert_eq!(a.scope().members().len(), 2);
+        assert_eq!(a.place(), Place::Room(id));
+        assert_eq!(realm.place_members(a.place()).unwrap().len(), 2);
         assert_eq!(realm.lobby_count(), 0);
         assert!(realm.leave(1, id));
         assert!(!realm.leave(1, id));
@@ -618,8 +704,8 @@ mod tests {
     #[tokio::test]
     async fn limits_and_stale_ids() {
         let realm = realm(1);
-        realm.register(1, None, outbound());
-        realm.register(2, None, outbound());
+        realm.register(1, outbound());
+        realm.register(2, outbound());
         let id = realm
             .join_or_create(1, Bytes::from_static(b"a"))
             .await
@@ -628,7 +714,10 @@ mod tests {
             realm.join_or_create(2, Bytes::from_static(b"b")).await,
             Err(JoinRefused::RoomLimit)
         );
-        assert_eq!(realm.join_by_id(2, 999).await, Err(JoinRefused::NoSuchRoom));
+        assert_eq!(
+            realm.join_by_id(2, room(999)).await,
+            Err(JoinRefused::NoSuchRoom)
+        );
         assert_eq!(
             realm.join_or_create(2, Bytes::new()).await,
             Err(JoinRefused::BadName)

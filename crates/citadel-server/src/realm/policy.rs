@@ -9,6 +9,7 @@
 use bytes::Bytes;
 
 use crate::gateway::handshake::BoxFuture;
+use crate::place::RoomId;
 
 /// A room's server-owned label.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +39,7 @@ pub trait RoomPolicy: Send + Sync + 'static {
     /// Label for a newly created named room; `params` is the join key.
     fn on_room_create(&self, ctx: PolicyContext, params: Bytes) -> BoxFuture<RoomLabel>;
     /// Whether `ctx` may join the existing room `room_id`.
-    fn on_room_join(&self, ctx: PolicyContext, room_id: u64) -> BoxFuture<bool>;
+    fn on_room_join(&self, ctx: PolicyContext, room_id: RoomId) -> BoxFuture<bool>;
 }
 
 /// The seed's fallback policy.
@@ -66,7 +67,7 @@ impl RoomPolicy for DefaultRoomPolicy {
         Box::pin(async move { label })
     }
 
-    fn on_room_join(&self, _ctx: PolicyContext, _room_id: u64) -> BoxFuture<bool> {
+    fn on_room_join(&self, _ctx: PolicyContext, _room_id: RoomId) -> BoxFuture<bool> {
         Box::pin(async { true })
     }
 }

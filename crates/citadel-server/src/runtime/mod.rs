@@ -8,10 +8,13 @@
 //! the call at once and is counted (`queue_full`). What it is not: it never
 //! holds node state across a wait and never blocks an async task.
 //!
-//! Call order: [`Runtime::start`] (loads `<scripts_dir>/main.lua`; `None`
-//! when disabled or absent) → [`Runtime::attach`] once the node's shared
-//! state exists (registers the script's RPC methods, lets the worker reach
-//! connections) → calls → [`Runtime::stop`] at shutdown.
+//! Call order: [`Runtime::load`] (loads `<scripts_dir>/main.lua`; `None`
+//! when disabled or absent) gives a [`LoadedRuntime`] whose handle
+//! ([`LoadedRuntime::runtime`]) the room policy and RPC adapters can take →
+//! [`LoadedRuntime::start`] with the [`RuntimeDeps`] the worker delivers
+//! through (realm, router, hub, RPC registry) starts the VM thread and
+//! registers the script's RPC methods → calls → [`Runtime::stop`] at
+//! shutdown. Calls made between load and start wait in the queue.
 //!
 //! Files: `vm.rs` (one VM, budgeted invocations), `worker.rs` (the thread,
 //! ticks, hot reload, command delivery), `hooks.rs` (registration),
@@ -34,16 +37,19 @@ pub use worker::Origin;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError, sync_channel};
-use std::sync::{Arc, OnceLock, RwLock, Weak};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::oneshot;
 
+use crate::actors::TransformHub;
 use crate::config::RuntimeConfig;
 use crate::metrics::{Metrics, RuntimeEvent};
-use crate::node::NodeShared;
-use crate::rpc::{self, RpcError};
+use crate::place::RoomId;
+use crate::realm::Realm;
+use crate::router::Router;
+use crate::rpc::{self, RpcError, RpcRegistry};
 
 /// One typed call into the VM.
 pub(crate) enum Call {
@@ -67,23 +73,30 @@ pub(crate) enum Call {
     },
     RoomJoin {
         caller: Caller,
-        room_id: u64,
+        room_id: RoomId,
         reply: oneshot::Sender<bool>,
     },
+}
+
+/// What the VM thread reaches: where script commands are delivered and
+/// where script RPC methods are registered.
+#[derive(Clone)]
+pub struct RuntimeDeps {
+    /// Rooms (ids for `on_tick`, member lists).
+    pub realm: Arc<Realm>,
+    /// Delivery of `citadel.broadcast` / `citadel.send`.
+    pub router: Arc<dyn Router>,
+    /// Script-spawned actors.
+    pub hub: Arc<TransformHub>,
+    /// Where the script's RPC methods are registered (again after a reload).
+    pub rpc: Arc<RpcRegistry>,
 }
 
 /// State shared by the handle and the worker.
 pub(crate) struct Shared {
     registered: RwLock<Arc<Registered>>,
-    node: OnceLock<Weak<NodeShared>>,
     metrics: Arc<Metrics>,
     stop: AtomicBool,
-}
-
-impl Shared {
-    fn node(&self) -> Option<Arc<NodeShared>> {
-        self.node.get().and_then(Weak::upgrade)
-    }
 }
 
 pub(crate) struct Inner {
@@ -129,15 +142,46 @@ impl std::fmt::Debug for Runtime {
     }
 }
 
+/// A loaded script whose VM thread has not started yet.
+pub struct LoadedRuntime {
+    runtime: Runtime,
+    parts: worker::Parts,
+}
+
+impl std::fmt::Debug for LoadedRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedRuntime").finish_non_exhaustive()
+    }
+}
+
+impl LoadedRuntime {
+    /// The handle (calls queue until [`LoadedRuntime::start`]).
+    pub fn runtime(&self) -> Runtime {
+        self.runtime.clone()
+    }
+
+    /// Starts the VM thread delivering through `deps` and registers the
+    /// script's RPC methods in `deps.rpc`.
+    pub fn start(self, deps: RuntimeDeps) -> Result<Runtime, LoadError> {
+        let LoadedRuntime { runtime, parts } = self;
+        worker::sync_rpc_registry(&runtime, &deps.rpc);
+        let worker = worker::Worker::new(parts, deps);
+        std::thread::Builder::new()
+            .name("citadel-lua".into())
+            .spawn(move || worker.run())
+            .map_err(|e| LoadError::Runtime(format!("cannot start the script thread: {e}")))?;
+        Ok(runtime)
+    }
+}
+
 impl Runtime {
-    /// Loads `<scripts_dir>/main.lua` and starts the VM thread. `Ok(None)`
-    /// when `runtime.enabled = false` or there is no `main.lua` (the node
-    /// then runs the built-in relay and room policy). A present but broken
-    /// script is an error.
-    pub fn start(
+    /// Loads `<scripts_dir>/main.lua`. `Ok(None)` when `runtime.enabled =
+    /// false` or there is no `main.lua` (the node then runs the built-in
+    /// relay and room policy). A present but broken script is an error.
+    pub fn load(
         config: &RuntimeConfig,
         metrics: Arc<Metrics>,
-    ) -> Result<Option<Runtime>, LoadError> {
+    ) -> Result<Option<LoadedRuntime>, LoadError> {
         if !config.enabled {
             return Ok(None);
         }
@@ -162,7 +206,6 @@ impl Runtime {
         let (tx, rx) = sync_channel(config.queue_capacity);
         let shared = Arc::new(Shared {
             registered: RwLock::new(Arc::new(vm.registered().clone())),
-            node: OnceLock::new(),
             metrics,
             stop: AtomicBool::new(false),
         });
@@ -170,7 +213,7 @@ impl Runtime {
             tx,
             shared: shared.clone(),
         });
-        let worker = worker::Worker {
+        let parts = worker::Parts {
             vm,
             rx,
             shared,
@@ -178,37 +221,11 @@ impl Runtime {
             config: config.clone(),
             entry,
             limits,
-            pending: None,
-            actors: std::collections::HashMap::new(),
         };
-        std::thread::Builder::new()
-            .name("citadel-lua".into())
-            .spawn(move || worker.run())
-            .map_err(|e| LoadError::Runtime(format!("cannot start the script thread: {e}")))?;
-        Ok(Some(Runtime { inner }))
-    }
-
-    /// Connects the runtime to the node (delivery, room ids) and registers
-    /// the script's RPC methods.
-    pub fn attach(&self, node: &Arc<NodeShared>) {
-        let _ = self.inner.shared.node.set(Arc::downgrade(node));
-        self.sync_rpc_registry();
-    }
-
-    /// Replaces the node's script RPC methods with the current snapshot.
-    fn sync_rpc_registry(&self) {
-        let Some(node) = self.inner.shared.node() else {
-            return;
-        };
-        node.rpc.clear_script();
-        for method in &self.registered().rpc {
-            if let Err(err) = node
-                .rpc
-                .register_script(method, Arc::new(LuaRpc::new(self.clone())))
-            {
-                tracing::warn!(method, error = %err, "script RPC method not registered");
-            }
-        }
+        Ok(Some(LoadedRuntime {
+            runtime: Runtime { inner },
+            parts,
+        }))
     }
 
     /// Asks the VM thread to stop after its current invocation.
@@ -264,14 +281,6 @@ impl Runtime {
         }
     }
 
-    /// The participant's room now (`None` = default dimension or unknown).
-    pub fn room_of(&self, participant_id: u64) -> Option<u64> {
-        self.inner
-            .shared
-            .node()
-            .and_then(|n| n.realm.room_of(participant_id))
-    }
-
     /// Runs `on_rpc(method)`; errors carry only the generic client messages.
     pub async fn rpc(
         &self,
@@ -317,7 +326,7 @@ impl Runtime {
 
     /// Runs `on_room_join`: no handler admits; error, timeout or a full
     /// queue rejects.
-    pub async fn room_join(&self, caller: Caller, room_id: u64) -> bool {
+    pub async fn room_join(&self, caller: Caller, room_id: RoomId) -> bool {
         if !self.registered().has(hooks::Hook::RoomJoin) {
             return true;
         }

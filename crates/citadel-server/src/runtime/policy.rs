@@ -11,6 +11,7 @@ use bytes::Bytes;
 
 use super::{Caller, Runtime};
 use crate::gateway::handshake::BoxFuture;
+use crate::place::{Place, RoomId};
 use crate::realm::{DefaultRoomPolicy, PolicyContext, RoomLabel, RoomPolicy};
 use crate::rpc::{RpcContext, RpcError, RpcHandler};
 
@@ -34,7 +35,7 @@ impl RpcHandler for LuaRpc {
             let caller = Caller {
                 participant_id: ctx.participant_id,
                 user_id: ctx.user_id,
-                room_id: runtime.room_of(ctx.participant_id),
+                place: ctx.place,
             };
             runtime.rpc(caller, ctx.method, payload).await
         })
@@ -59,7 +60,7 @@ fn caller(ctx: PolicyContext) -> Caller {
     Caller {
         participant_id: ctx.participant_id,
         user_id: ctx.user_id,
-        room_id: None,
+        place: Place::Default,
     }
 }
 
@@ -82,7 +83,7 @@ impl RoomPolicy for LuaRoomPolicy {
         })
     }
 
-    fn on_room_join(&self, ctx: PolicyContext, room_id: u64) -> BoxFuture<bool> {
+    fn on_room_join(&self, ctx: PolicyContext, room_id: RoomId) -> BoxFuture<bool> {
         let runtime = self.runtime.clone();
         Box::pin(async move { runtime.room_join(caller(ctx), room_id).await })
     }

@@ -17,6 +17,7 @@ use mlua::{Lua, Table, Value};
 use super::api::{self, ActorIds, Command, Invocation};
 use super::hooks::{self, Hook, Registered};
 use super::sandbox;
+use crate::place::{Place, RoomId};
 
 /// The load / reload deadline (fixed by the spec).
 pub const LOAD_DEADLINE: Duration = Duration::from_millis(5_000);
@@ -41,8 +42,9 @@ pub struct Caller {
     pub participant_id: u64,
     /// Its account, absent for guests (`ctx.user_id`).
     pub user_id: Option<String>,
-    /// Its room at the time of the call (`None` = default dimension).
-    pub room_id: Option<u64>,
+    /// Where it was at the time of the call (`ctx.room_id`, nil in the
+    /// default dimension).
+    pub place: Place,
 }
 
 /// Why an invocation failed.
@@ -276,8 +278,8 @@ impl Vm {
             };
             let ctx = self.ctx(caller)?;
             ctx.set("kind", kind)?;
-            if let Some(room) = caller.room_id {
-                ctx.set("room_id", room)?;
+            if let Some(room) = caller.place.room() {
+                ctx.set("room_id", room.get())?;
             }
             f.call::<()>((ctx, lua.create_string(body)?))?;
             Ok(true)
@@ -296,13 +298,13 @@ impl Vm {
     }
 
     /// `on_tick`: `fn(dt)` server-wide or `fn(dt, room_id)` for a room.
-    pub fn tick(&self, dt: f64, room_id: Option<u64>) -> Outcome<bool> {
+    pub fn tick(&self, dt: f64, room_id: Option<RoomId>) -> Outcome<bool> {
         self.invoke(self.limits.tick_deadline, |lua| {
             let Some(f) = hooks::hook_fn(lua, Hook::Tick)? else {
                 return Ok(false);
             };
             match room_id {
-                Some(room) => f.call::<()>((dt, room))?,
+                Some(room) => f.call::<()>((dt, room.get()))?,
                 None => f.call::<()>(dt)?,
             }
             Ok(true)
@@ -323,7 +325,7 @@ impl Vm {
     }
 
     /// `on_room_join`: `fn(ctx, room_id) -> bool`; `Ok(None)` = no handler.
-    pub fn room_join(&self, caller: &Caller, room_id: u64) -> Outcome<Option<bool>> {
+    pub fn room_join(&self, caller: &Caller, room_id: RoomId) -> Outcome<Option<bool>> {
         self.invoke(self.limits.deadline, |lua| {
             let Some(f) = hooks::hook_fn(lua, Hook::RoomJoin)? else {
                 return Ok(None);
@@ -332,7 +334,7 @@ impl Vm {
             ctx.set("method", "room.join")?;
             // Fail closed: only a literal `true` admits.
             Ok(Some(matches!(
-                f.call::<Value>((ctx, room_id))?,
+                f.call::<Value>((ctx, room_id.get()))?,
                 Value::Boolean(true)
             )))
         })
@@ -385,7 +387,7 @@ mod tests {
         Caller {
             participant_id: 7,
             user_id: None,
-            room_id: None,
+            place: Place::Default,
         }
     }
 
@@ -443,7 +445,7 @@ mod tests {
             ]
         );
         // Ids keep counting across invocations.
-        let again = vm.tick(0.05, Some(1));
+        let again = vm.tick(0.05, RoomId::new(1));
         assert!(matches!(
             again.commands.first(),
             Some(Command::SpawnActor(ActorSpawn { id, .. })) if *id == FIRST_ACTOR_ID + 2
@@ -560,9 +562,18 @@ mod tests {
                 open: false
             }))
         );
-        assert_eq!(vm.room_join(&caller(), 1).result, Ok(Some(true)));
-        assert_eq!(vm.room_join(&caller(), 2).result, Ok(Some(false)));
-        assert_eq!(vm.room_join(&caller(), 3).result, Ok(Some(false)));
+        assert_eq!(
+            vm.room_join(&caller(), RoomId::new(1).unwrap()).result,
+            Ok(Some(true))
+        );
+        assert_eq!(
+            vm.room_join(&caller(), RoomId::new(2).unwrap()).result,
+            Ok(Some(false))
+        );
+        assert_eq!(
+            vm.room_join(&caller(), RoomId::new(3).unwrap()).result,
+            Ok(Some(false))
+        );
     }
 
     #[test]

@@ -19,17 +19,18 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant, SystemTime};
 
-use bytes::Bytes;
 use citadel_wire::Envelope;
 
 use super::api::Command;
 use super::hooks::Hook;
 use super::vm::{Caller, Failure, Limits, LoadError, Outcome, Vm};
-use super::{Call, Inner, Runtime, Shared};
+use super::{Call, Inner, LuaRpc, Runtime, RuntimeDeps, Shared};
+use crate::actors::WorldKey;
 use crate::config::RuntimeConfig;
-use crate::gateway::outbound::Outbound;
 use crate::metrics::RuntimeEvent;
-use crate::realm::Member;
+use crate::place::{Place, RoomId};
+use crate::router::{Lane, frame};
+use crate::rpc::RpcRegistry;
 
 /// Longest idle wait, so the stop flag is noticed.
 const IDLE_WAKE: Duration = Duration::from_millis(100);
@@ -39,21 +40,21 @@ const RELOAD_CHECK: Duration = Duration::from_millis(10);
 /// Whom `citadel.broadcast` reaches, decided by the invocation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
-    /// A participant's call: its room (or the default dimension), minus itself.
+    /// A participant's call: its place, minus itself.
     Participant {
         /// The caller.
         id: u64,
-        /// Its room (`None` = default dimension).
-        room: Option<u64>,
+        /// Where it was.
+        place: Place,
     },
     /// A room tick: every member of the room.
-    Room(u64),
+    Room(RoomId),
     /// The server-wide tick: every connected participant.
     Server,
 }
 
-/// The VM thread's state.
-pub(super) struct Worker {
+/// What the loader built: the VM thread's state before it has its deps.
+pub(super) struct Parts {
     pub(super) vm: Vm,
     pub(super) rx: Receiver<Call>,
     pub(super) shared: Arc<Shared>,
@@ -61,10 +62,22 @@ pub(super) struct Worker {
     pub(super) config: RuntimeConfig,
     pub(super) entry: PathBuf,
     pub(super) limits: Limits,
+}
+
+/// The VM thread's state.
+pub(super) struct Worker {
+    vm: Vm,
+    rx: Receiver<Call>,
+    shared: Arc<Shared>,
+    runtime: Weak<Inner>,
+    config: RuntimeConfig,
+    entry: PathBuf,
+    limits: Limits,
+    deps: RuntimeDeps,
     /// A replacement VM being built on a loader thread (hot reload).
-    pub(super) pending: Option<Receiver<Result<Vm, LoadError>>>,
+    pending: Option<Receiver<Result<Vm, LoadError>>>,
     /// Script actor id → transform-sync hub id of the NPCs scripts spawned.
-    pub(super) actors: HashMap<u32, u32>,
+    actors: HashMap<u32, u32>,
 }
 
 fn stamp(path: &PathBuf) -> Option<(SystemTime, u64)> {
@@ -72,15 +85,51 @@ fn stamp(path: &PathBuf) -> Option<(SystemTime, u64)> {
     Some((meta.modified().ok()?, meta.len()))
 }
 
-fn deliver(outbound: &Outbound, frame: Bytes, unreliable: bool) {
+/// Replaces the script RPC methods in `registry` with what `runtime`'s
+/// current script registers.
+pub(super) fn sync_rpc_registry(runtime: &Runtime, registry: &RpcRegistry) {
+    registry.clear_script();
+    for method in &runtime.registered().rpc {
+        if let Err(err) = registry.register_script(method, Arc::new(LuaRpc::new(runtime.clone()))) {
+            tracing::warn!(method, error = %err, "script RPC method not registered");
+        }
+    }
+}
+
+fn lane(unreliable: bool) -> Lane {
     if unreliable {
-        outbound.send_unreliable(frame);
+        Lane::Unreliable
     } else {
-        outbound.send_reliable(frame);
+        Lane::Reliable
     }
 }
 
 impl Worker {
+    /// The thread's state, delivering through `deps`.
+    pub(super) fn new(parts: Parts, deps: RuntimeDeps) -> Self {
+        let Parts {
+            vm,
+            rx,
+            shared,
+            runtime,
+            config,
+            entry,
+            limits,
+        } = parts;
+        Worker {
+            vm,
+            rx,
+            shared,
+            runtime,
+            config,
+            entry,
+            limits,
+            deps,
+            pending: None,
+            actors: HashMap::new(),
+        }
+    }
+
     /// The loop; returns when the node is gone or stopped.
     pub(super) fn run(mut self) {
         let tick_period = (self.config.tick_hz > 0)
@@ -194,12 +243,7 @@ impl Worker {
         let out = self.vm.tick(dt, None);
         self.shared.metrics.runtime_event(RuntimeEvent::Ticks);
         let _ = self.finish("on_tick", out, Origin::Server);
-        let rooms = self
-            .shared
-            .node()
-            .map(|n| n.realm.room_ids())
-            .unwrap_or_default();
-        for room in rooms {
+        for room in self.deps.realm.room_ids() {
             let out = self.vm.tick(dt, Some(room));
             self.shared.metrics.runtime_event(RuntimeEvent::Ticks);
             let _ = self.finish("on_tick", out, Origin::Room(room));
@@ -243,12 +287,7 @@ impl Worker {
     }
 
     fn apply(&mut self, origin: Origin, commands: Vec<Command>) {
-        if commands.is_empty() {
-            return;
-        }
-        let Some(node) = self.shared.node() else {
-            return;
-        };
+        let router = self.deps.router.clone();
         for command in commands {
             match command {
                 Command::Broadcast {
@@ -256,26 +295,18 @@ impl Worker {
                     body,
                     unreliable,
                 } => {
-                    let frame = Envelope::new(kind, body).encode_framed();
-                    // Published member lists are shared, not copied per broadcast.
-                    let to_each = |members: &mut dyn Iterator<Item = &Member>,
-                                   skip: Option<u64>| {
-                        for member in members.filter(|m| Some(m.participant_id) != skip) {
-                            deliver(&member.outbound, frame.clone(), unreliable);
-                        }
-                    };
+                    let frame = frame(&Envelope::new(kind, body));
+                    let lane = lane(unreliable);
                     match origin {
-                        Origin::Participant { id, room } => {
-                            if let Some(list) = node.realm.place_members(room.unwrap_or(0)) {
-                                to_each(&mut list.iter(), Some(id));
-                            }
+                        Origin::Participant { id, place } => {
+                            router.to_place(place, Some(id), lane, frame);
                         }
                         Origin::Room(room) => {
-                            if let Some(list) = node.realm.place_members(room) {
-                                to_each(&mut list.iter(), None);
-                            }
+                            router.to_place(Place::Room(room), None, lane, frame);
                         }
-                        Origin::Server => to_each(&mut node.realm.all_members().iter(), None),
+                        Origin::Server => {
+                            router.to_everyone(lane, frame);
+                        }
                     }
                 }
                 Command::Send {
@@ -283,22 +314,19 @@ impl Worker {
                     kind,
                     body,
                     unreliable,
-                } => match node.realm.outbound_of(to) {
-                    Some(outbound) => deliver(
-                        &outbound,
-                        Envelope::new(kind, body).encode_framed(),
-                        unreliable,
-                    ),
-                    None => self
-                        .shared
-                        .metrics
-                        .runtime_event(RuntimeEvent::UnknownRecipient),
-                },
+                } => {
+                    let frame = frame(&Envelope::new(kind, body));
+                    if !router.to_participant(to, lane(unreliable), frame) {
+                        self.shared
+                            .metrics
+                            .runtime_event(RuntimeEvent::UnknownRecipient);
+                    }
+                }
                 actor => {
                     self.shared
                         .metrics
                         .runtime_event(RuntimeEvent::ActorCommands);
-                    self.apply_actor(&node, origin, actor);
+                    self.apply_actor(actor);
                 }
             }
         }
@@ -307,8 +335,9 @@ impl Worker {
     /// Hands a script's actor command to the transform-sync hub (when
     /// enabled): an NPC spawned with `room = id` exists only in that room;
     /// without `room` it is global (every client sees it, as seed 004 says).
-    fn apply_actor(&mut self, node: &crate::node::NodeShared, _origin: Origin, command: Command) {
-        if !node.hub.enabled() {
+    fn apply_actor(&mut self, command: Command) {
+        let hub = &self.deps.hub;
+        if !hub.enabled() {
             tracing::debug!(?command, "actor command ignored: transform sync disabled");
             return;
         }
@@ -320,10 +349,14 @@ impl Worker {
                         waypoints: spawn.waypoints.clone(),
                         speed: spawn.speed.unwrap_or(100.0),
                     });
-                let hub_id = node.hub.spawn_npc(crate::actors::NpcSpawn {
+                // `room = 0` names the default dimension; no room, the global world.
+                let world = room.map_or(WorldKey::Global, |code| {
+                    WorldKey::Place(Place::from_code(code))
+                });
+                let hub_id = hub.spawn_npc(crate::actors::NpcSpawn {
                     archetype: spawn.archetype,
                     position: spawn.position,
-                    room,
+                    world,
                     patrol,
                 });
                 if let Some(hub_id) = hub_id {
@@ -336,12 +369,12 @@ impl Worker {
                 velocity,
             } => {
                 if let Some(hub_id) = self.actors.get(&id) {
-                    node.hub.move_npc(*hub_id, position, Some(velocity));
+                    hub.move_npc(*hub_id, position, Some(velocity));
                 }
             }
             Command::DespawnActor { id } => {
                 if let Some(hub_id) = self.actors.remove(&id) {
-                    node.hub.despawn_npc(hub_id);
+                    hub.despawn_npc(hub_id);
                 }
             }
             Command::Broadcast { .. } | Command::Send { .. } => {}
@@ -355,7 +388,7 @@ impl Worker {
             .write()
             .unwrap_or_else(|p| p.into_inner()) = Arc::new(registered);
         if let Some(inner) = self.runtime.upgrade() {
-            Runtime { inner }.sync_rpc_registry();
+            sync_rpc_registry(&Runtime { inner }, &self.deps.rpc);
         }
     }
 
@@ -415,6 +448,6 @@ impl Worker {
 fn origin_of(caller: &Caller) -> Origin {
     Origin::Participant {
         id: caller.participant_id,
-        room: caller.room_id,
+        place: caller.place,
     }
 }

@@ -91,7 +91,7 @@ pub async fn handle_session<S: Session>(
         max_frame,
         metrics.clone(),
     ));
-    let mut connection = Connection::new(shared.clone(), outbound.clone());
+    let mut connection = Connection::new(shared.gateway.clone(), outbound.clone());
     let mut datagrams_read = 0;
     let reason = run_reader(
         &session,

@@ -114,7 +114,7 @@ async fn handle_socket(stream: TcpStream, peer: SocketAddr, shared: Arc<NodeShar
     );
     let (sink, mut stream) = ws.split();
     let writer = tokio::spawn(run_writer(sink, outbound.clone(), shared.clone()));
-    let mut connection = Connection::new(shared.clone(), outbound.clone());
+    let mut connection = Connection::new(shared.gateway.clone(), outbound.clone());
     let reason = run_reader(&mut stream, &mut connection, &outbound, &shared).await;
     connection.handle_disconnect();
     outbound.close(reason);

@@ -1,0 +1,119 @@
+//! Delivery: the one place that picks the recipients of an outbound frame
+//! and pushes it into their connections' lanes.
+//!
+//! What it is: the [`Router`] trait (to one participant, to every live
+//! session of an account, to a place except the sender, to everyone) and
+//! [`LocalRouter`], its single-node implementation over this node's
+//! connections and the realm's published member lists. Every producer of
+//! outbound traffic (relay, Lua `broadcast`/`send`, the realm's room
+//! replies, the transform hub, and the services) goes through it. A frame
+//! is encoded once by the caller ([`frame`], [`tagged_frame`]) and the same
+//! `Bytes` is shared by every recipient.
+//!
+//! What it is not: it never blocks and never awaits (a lane push is a short
+//! mutex), it does not decide membership (the realm does), and it does not
+//! write sockets (each connection's writer does). A connection's replies to
+//! its own requests (AUTH_RESULT, RPC responses) stay on its own lanes.
+//!
+//! Call order: [`Router::attach`] when a connection is accepted → any
+//! number of deliveries → [`Router::detach`] when it ends. A multi-node
+//! router wraps [`LocalRouter`] behind the same trait and forwards what is
+//! not local.
+
+mod local;
+
+pub use local::LocalRouter;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use citadel_wire::Envelope;
+use citadel_wire::protocol::{LENGTH_PREFIX_BYTES, SENDER_ID_BYTES};
+
+use crate::gateway::outbound::Outbound;
+use crate::place::Place;
+
+/// Which of a connection's two lanes a frame goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Lane {
+    /// Must arrive, in order; a full lane closes the slow connection.
+    Reliable,
+    /// A later frame supersedes it; a full lane drops the oldest.
+    Unreliable,
+}
+
+/// Whom a connection belongs to, as delivery sees it.
+#[derive(Debug, Clone)]
+pub struct Recipient {
+    /// The participant id (unique on this node).
+    pub participant_id: u64,
+    /// The account of an authenticated connection; `None` for guests.
+    pub user_id: Option<String>,
+    /// The connection's lanes.
+    pub outbound: Outbound,
+}
+
+/// Picks recipients and queues one shared frame for each. Implementations
+/// never block; the return values count the lanes the frame was queued on
+/// (a closing connection does not count).
+pub trait Router: Send + Sync + std::fmt::Debug {
+    /// Makes a newly accepted connection reachable.
+    fn attach(&self, recipient: Recipient);
+
+    /// Forgets a connection (disconnect); idempotent.
+    fn detach(&self, participant_id: u64);
+
+    /// To one participant. False if it is unknown or closing.
+    fn to_participant(&self, participant_id: u64, lane: Lane, frame: Bytes) -> bool;
+
+    /// To every live connection of one account.
+    fn to_account(&self, user_id: &str, lane: Lane, frame: Bytes) -> usize;
+
+    /// To every member of `place`, except `except` (the sender).
+    fn to_place(&self, place: Place, except: Option<u64>, lane: Lane, frame: Bytes) -> usize;
+
+    /// To every connected participant.
+    fn to_everyone(&self, lane: Lane, frame: Bytes) -> usize;
+}
+
+/// Queues `frame` on one connection's `lane`. The only lane push outside a
+/// connection's replies to itself; used by router implementations.
+pub fn push(outbound: &Outbound, lane: Lane, frame: Bytes) -> bool {
+    match lane {
+        Lane::Reliable => outbound.send_reliable(frame),
+        Lane::Unreliable => outbound.send_unreliable(frame),
+    }
+}
+
+/// The framed form of `envelope`, encoded once for every recipient.
+pub fn frame(envelope: &Envelope) -> Bytes {
+    envelope.encode_framed()
+}
+
+/// A framed envelope of `kind` whose body is `sender` (u64 BE) followed by
+/// `payload`: how relayed frames carry their origin. Encoded once.
+pub fn tagged_frame(kind: u16, sender: u64, payload: &[u8]) -> Bytes {
+    let body_len = SENDER_ID_BYTES + payload.len();
+    let mut out = BytesMut::with_capacity(LENGTH_PREFIX_BYTES + 2 + body_len);
+    out.put_u32((2 + body_len) as u32);
+    out.put_u16(kind);
+    out.put_u64(sender);
+    out.put_slice(payload);
+    out.freeze()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::BytesMut;
+    use citadel_wire::decode_framed;
+
+    #[test]
+    fn tagged_frame_is_a_framed_envelope_with_the_sender_first() {
+        let frame = tagged_frame(200, 0x0102_0304_0506_0708, b"hi");
+        let mut buf = BytesMut::from(&frame[..]);
+        let envelope = decode_framed(&mut buf).unwrap().unwrap();
+        assert_eq!(envelope.kind, 200);
+        assert_eq!(&envelope.body[..8], &0x0102_0304_0506_0708u64.to_be_bytes());
+        assert_eq!(&envelope.body[8..], b"hi");
+        assert!(buf.is_empty());
+    }
+}
