@@ -257,9 +257,12 @@ impl NodeBuilder {
             config,
         });
         let http_addr = http_listener.local_addr()?;
-        shared
-            .tasks
-            .spawn(crate::services::revocation::run_poller(shared.clone()));
+        shared.tasks.spawn(crate::services::revocation::run_poller(
+            shared.live.clone(),
+            shared.accounts.clone(),
+            Duration::from_millis(shared.config.transport.auth.revocation_poll_ms),
+            shared.shutdown.clone(),
+        ));
         if shared.hub.enabled() {
             shared.tasks.spawn(run_sim(shared.clone()));
         }

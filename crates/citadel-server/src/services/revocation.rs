@@ -6,34 +6,37 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::node::NodeShared;
-use crate::services::accounts::now_ms;
+use tokio_util::sync::CancellationToken;
 
-/// Runs until shutdown.
-pub async fn run_poller(shared: Arc<NodeShared>) {
-    let period = Duration::from_millis(shared.config.transport.auth.revocation_poll_ms);
+use crate::services::AccountService;
+use crate::services::accounts::now_ms;
+use crate::services::live::LiveSessions;
+
+/// Runs every `period` until `shutdown`: closes `live` connections whose
+/// session `accounts` no longer accepts.
+pub async fn run_poller(
+    live: Arc<LiveSessions>,
+    accounts: Arc<AccountService>,
+    period: Duration,
+    shutdown: CancellationToken,
+) {
     // The first check comes one period after start (no session is live
     // before that), not at once as a plain `interval` would fire.
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            _ = shared.shutdown.cancelled() => return,
+            _ = shutdown.cancelled() => return,
             _ = ticker.tick() => {}
         }
-        let live = shared.live.session_ids();
-        if live.is_empty() {
+        let sessions = live.session_ids();
+        if sessions.is_empty() {
             continue;
         }
-        match shared
-            .accounts
-            .store()
-            .invalid_sessions(live, now_ms())
-            .await
-        {
+        match accounts.store().invalid_sessions(sessions, now_ms()).await {
             Ok(invalid) => {
                 for session_id in invalid {
-                    let closed = shared.live.close_session(&session_id);
+                    let closed = live.close_session(&session_id);
                     if closed > 0 {
                         tracing::info!(session = %session_id, connections = closed, "closed connections of a revoked session");
                     }
