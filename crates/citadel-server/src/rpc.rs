@@ -33,6 +33,30 @@ pub fn is_reserved_method(method: &str) -> bool {
     RESERVED_PREFIXES.iter().any(|p| method.starts_with(p))
 }
 
+/// Namespaces of the built-in player services (`services.md` §1): guests
+/// are refused in them, and an unrouted method in them is an unknown
+/// domain method rather than an unknown RPC method.
+pub const SERVICE_PREFIXES: [&str; 6] = [
+    "matchmaker.",
+    "party.",
+    "friends.",
+    "groups.",
+    "notifications.",
+    "chat.",
+];
+
+/// Whether `method` belongs to a built-in player service.
+pub fn is_service_method(method: &str) -> bool {
+    SERVICE_PREFIXES.iter().any(|p| method.starts_with(p))
+}
+
+/// Answer to a guest calling a service method.
+pub const AUTHENTICATION_REQUIRED: &str = "authentication required";
+/// Answer to an unrouted method in a service namespace.
+pub const UNKNOWN_DOMAIN_METHOD: &str = "unknown domain method";
+/// Answer to a payload that is not the JSON a service expects.
+pub const INVALID_JSON_BODY: &str = "invalid JSON body";
+
 /// Generic message for an unknown method.
 pub const UNKNOWN_METHOD: &str = "unknown RPC method";
 /// Generic message for a failed handler.
@@ -164,6 +188,24 @@ impl RpcRegistry {
             .clear();
     }
 
+    /// The handler for a call of `method` by `user_id` (`None`: a guest),
+    /// or the client message refusing it: service namespaces refuse guests
+    /// and answer unrouted names with [`UNKNOWN_DOMAIN_METHOD`]; anything
+    /// else unknown is [`UNKNOWN_METHOD`].
+    pub fn route(
+        &self,
+        method: &str,
+        user_id: Option<&str>,
+    ) -> Result<Arc<dyn RpcHandler>, &'static str> {
+        if is_service_method(method) {
+            if user_id.is_none() {
+                return Err(AUTHENTICATION_REQUIRED);
+            }
+            return self.resolve(method).ok_or(UNKNOWN_DOMAIN_METHOD);
+        }
+        self.resolve(method).ok_or(UNKNOWN_METHOD)
+    }
+
     /// The handler for `method`: built-ins win over scripts.
     pub fn resolve(&self, method: &str) -> Option<Arc<dyn RpcHandler>> {
         if let Some(h) = self
@@ -242,5 +284,32 @@ mod tests {
             RpcError::Client("authentication required").client_message(),
             "authentication required"
         );
+    }
+
+    #[test]
+    fn service_namespaces_refuse_guests_and_name_unrouted_methods() {
+        let reg = RpcRegistry::default();
+        reg.register_builtin("notifications.list", reply("inbox"))
+            .unwrap();
+        reg.register_script("friends.list", reply("script"))
+            .unwrap_err();
+        for method in ["notifications.list", "chat.send", "party.create"] {
+            assert_eq!(
+                reg.route(method, None).err(),
+                Some(AUTHENTICATION_REQUIRED),
+                "{method}"
+            );
+        }
+        assert!(reg.route("notifications.list", Some("user-1")).is_ok());
+        assert_eq!(
+            reg.route("notifications.nope", Some("user-1")).err(),
+            Some(UNKNOWN_DOMAIN_METHOD)
+        );
+        assert_eq!(
+            reg.route("wallet.balances", Some("user-1")).err(),
+            Some(UNKNOWN_METHOD),
+            "reserved but not a player service"
+        );
+        assert_eq!(reg.route("nope", None).err(), Some(UNKNOWN_METHOD));
     }
 }

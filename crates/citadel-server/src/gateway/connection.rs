@@ -443,13 +443,13 @@ impl Connection {
         let deps = self.deps.clone();
         let outbound = self.outbound.clone();
         let deadline = std::time::Duration::from_millis(deps.limits.rpc_timeout_ms);
-        let handler = deps.rpc.resolve(&request.method);
+        let handler = deps.rpc.route(&request.method, ctx.user_id.as_deref());
         let tasks = deps.tasks.clone();
         tasks.spawn(async move {
             let _permit = permit;
             let (status, payload) = match handler {
-                None => (RPC_STATUS_ERROR, Bytes::from_static(rpc::UNKNOWN_METHOD.as_bytes())),
-                Some(handler) => match tokio::time::timeout(deadline, handler.call(ctx, request.payload)).await {
+                Err(refusal) => (RPC_STATUS_ERROR, Bytes::from_static(refusal.as_bytes())),
+                Ok(handler) => match tokio::time::timeout(deadline, handler.call(ctx, request.payload)).await {
                     Ok(Ok(reply)) => (RPC_STATUS_OK, reply),
                     Ok(Err(err)) => {
                         tracing::warn!(method = %request.method, error = %err, "RPC handler failed");
