@@ -75,6 +75,8 @@ pub struct Config {
     pub authentication: AuthenticationConfig,
     /// `[transform_sync]` (also accepted as `[transport.transform_sync]`).
     pub transform_sync: TransformSyncConfig,
+    /// `[notifications]`: durable inbox bounds.
+    pub notifications: crate::services::notifications::NotificationsConfig,
 }
 
 /// `[transform_sync]`: networked actors and snapshot replication.
@@ -847,6 +849,7 @@ impl Config {
         if self.server.node_id.trim().is_empty() {
             return Err(invalid("server.node_id", "must not be empty"));
         }
+        self.notifications.validate()?;
         parse_addr("http.bind", &self.http.bind)?;
         parse_addr("transport.websocket.bind", &self.transport.websocket.bind)?;
         self.transport.quic.validate("quic", QUIC_DEFAULT_BIND)?;

@@ -45,6 +45,37 @@ enum Command {
         #[command(subcommand)]
         action: AccountAction,
     },
+    /// Operator actions on player notifications.
+    Notification {
+        #[command(subcommand)]
+        action: NotificationAction,
+    },
+}
+
+#[derive(Subcommand, Debug, Clone, PartialEq, Eq)]
+enum NotificationAction {
+    /// Store a notification in a player's inbox. This command is its own
+    /// process, so no live copy is sent: the player sees it on the next
+    /// `notifications.list` (clients list after every reconnect).
+    Send {
+        /// The recipient's user id.
+        user_id: String,
+        /// Application category code.
+        #[arg(long)]
+        code: i64,
+        /// Short title.
+        #[arg(long)]
+        subject: String,
+        /// Payload, a JSON value (usually an object).
+        #[arg(long)]
+        content: String,
+        /// Sender text (default `server`).
+        #[arg(long)]
+        sender: Option<String>,
+        /// Idempotency key: a repeat with the same key stores nothing new.
+        #[arg(long)]
+        delivery_key: Option<String>,
+    },
 }
 
 #[derive(Subcommand, Debug, Clone, PartialEq, Eq)]
@@ -162,6 +193,41 @@ fn main() -> std::process::ExitCode {
             } else {
                 anyhow::bail!("no such account")
             }
+        }),
+        Command::Notification { action } => run_with_db(&cli, move |config, store| async move {
+            let NotificationAction::Send {
+                user_id,
+                code,
+                subject,
+                content,
+                sender,
+                delivery_key,
+            } = action;
+            let content: serde_json::Value = serde_json::from_str(&content)
+                .map_err(|e| anyhow::anyhow!("--content is not valid JSON: {e}"))?;
+            let store: std::sync::Arc<dyn citadel_server::store::Store> =
+                std::sync::Arc::new(store);
+            // No connections live in this process: nothing is delivered live.
+            let places = std::sync::Arc::new(citadel_server::realm::Places::default());
+            let router = std::sync::Arc::new(citadel_server::router::LocalRouter::new(places));
+            let service = citadel_server::services::notifications::NotificationService::new(
+                store,
+                router,
+                config.notifications.clone(),
+                std::sync::Arc::new(citadel_server::metrics::Metrics::default()),
+            );
+            let sent = service
+                .send(citadel_server::services::notifications::Outgoing {
+                    recipient: user_id,
+                    code,
+                    subject,
+                    content,
+                    sender,
+                    delivery_key,
+                })
+                .await?;
+            println!("{}", serde_json::to_string(&sent)?);
+            Ok(())
         }),
         Command::Version => {
             println!("citadel {}", env!("CARGO_PKG_VERSION"));

@@ -172,6 +172,25 @@ reasons!(
     }
 );
 
+reasons!(
+    /// Events of the built-in player services.
+    ServiceEvent {
+        /// Notifications committed.
+        NotificationsCreated => "notifications_created",
+        /// Sends answered with the existing item of a delivery key.
+        NotificationsDeduplicated => "notifications_deduplicated",
+        /// Live KIND_NOTIFICATION copies queued on a recipient's lane.
+        NotificationsLiveQueued => "notifications_live_queued",
+        /// Live copies not queued because a recipient's lane refused them
+        /// (the item stays in the inbox).
+        NotificationsLiveDropped => "notifications_live_dropped",
+        /// Items removed by the per-user inbox bound.
+        NotificationsPruned => "notifications_pruned",
+        /// Sends refused (bounds, unknown recipient).
+        NotificationsRefused => "notifications_refused",
+    }
+);
+
 /// Handshake outcomes, counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HandshakeOutcome {
@@ -215,6 +234,7 @@ pub struct Metrics {
     drops: [AtomicU64; DropReason::ALL.len()],
     closes: [AtomicU64; CloseReason::ALL.len()],
     runtime: [AtomicU64; RuntimeEvent::ALL.len()],
+    services: [AtomicU64; ServiceEvent::ALL.len()],
 }
 
 fn index_of<T: PartialEq>(all: &[T], item: &T) -> usize {
@@ -274,6 +294,35 @@ impl Metrics {
                 (
                     r.label().to_owned(),
                     serde_json::json!(self.runtime_events(*r)),
+                )
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    }
+    /// Counts `n` service events.
+    pub fn service_n(&self, event: ServiceEvent, n: u64) {
+        if let Some(c) = self.services.get(index_of(ServiceEvent::ALL, &event)) {
+            c.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+    /// Counts one service event.
+    pub fn service_event(&self, event: ServiceEvent) {
+        self.service_n(event, 1);
+    }
+    /// Service events so far.
+    pub fn service_events(&self, event: ServiceEvent) -> u64 {
+        self.services
+            .get(index_of(ServiceEvent::ALL, &event))
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+    /// Every service event count, by label (for `/status`).
+    pub fn services_json(&self) -> serde_json::Value {
+        ServiceEvent::ALL
+            .iter()
+            .map(|e| {
+                (
+                    e.label().to_owned(),
+                    serde_json::json!(self.service_events(*e)),
                 )
             })
             .collect::<serde_json::Map<_, _>>()
@@ -432,6 +481,18 @@ impl Metrics {
                 self.runtime_events(*r)
             );
         }
+        let _ = writeln!(
+            out,
+            "# HELP citadel_service_events_total Player-service events, by event.\n# TYPE citadel_service_events_total counter"
+        );
+        for e in ServiceEvent::ALL {
+            let _ = writeln!(
+                out,
+                "citadel_service_events_total{{event=\"{}\"}} {}",
+                e.label(),
+                self.service_events(*e)
+            );
+        }
         out
     }
 }
@@ -446,6 +507,7 @@ mod tests {
         assert_eq!(m.drops.len(), DropReason::ALL.len());
         assert_eq!(m.closes.len(), CloseReason::ALL.len());
         assert_eq!(m.runtime.len(), RuntimeEvent::ALL.len());
+        assert_eq!(m.services.len(), ServiceEvent::ALL.len());
         m.dropped(DropReason::ConnectionClosed);
         m.closed(CloseReason::TransportError);
         assert_eq!(m.drops(DropReason::ConnectionClosed), 1);

@@ -27,10 +27,11 @@ use crate::metrics::Metrics;
 use crate::realm::{DefaultRoomPolicy, Places, Realm, RoomPolicy};
 use crate::router::{LocalRouter, Router};
 use crate::rpc::{RpcHandler, RpcRegistry};
-use crate::runtime::{LuaRoomPolicy, Runtime, RuntimeDeps};
+use crate::runtime::{HostServices, LuaRoomPolicy, Runtime, RuntimeDeps};
 use crate::services::AccountService;
 use crate::services::accounts::StoreSessionValidator;
 use crate::services::live::LiveSessions;
+use crate::services::notifications::NotificationService;
 use crate::store::{PoolSettings, SqlStore, Store};
 use crate::transport::renew::UdpEndpoints;
 use crate::transport::tls::TlsIdentity;
@@ -52,6 +53,8 @@ pub struct NodeShared {
     pub runtime: Option<Runtime>,
     /// Accounts and sessions.
     pub accounts: Arc<AccountService>,
+    /// Durable player notifications.
+    pub notifications: Arc<NotificationService>,
     /// Live authenticated connections by session (revocation).
     pub live: Arc<LiveSessions>,
     /// Networked actors and snapshots.
@@ -210,6 +213,13 @@ impl NodeBuilder {
             router.clone(),
         )?);
         let rpc = Arc::new(self.rpc);
+        let notifications = Arc::new(NotificationService::new(
+            accounts.store().clone(),
+            router.clone(),
+            config.notifications.clone(),
+            metrics.clone(),
+        ));
+        crate::services::notifications::rpc::register(&rpc, &notifications);
         let runtime = match loaded {
             Some(loaded) => Some(
                 loaded
@@ -218,6 +228,10 @@ impl NodeBuilder {
                         router: router.clone(),
                         hub: hub.clone(),
                         rpc: rpc.clone(),
+                        host: HostServices {
+                            notifications: notifications.clone(),
+                            handle: tokio::runtime::Handle::current(),
+                        },
                     })
                     .map_err(script_error)?,
             ),
@@ -246,6 +260,7 @@ impl NodeBuilder {
             gateway,
             runtime,
             accounts,
+            notifications,
             live,
             hub,
             shutdown: CancellationToken::new(),

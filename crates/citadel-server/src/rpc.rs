@@ -84,6 +84,10 @@ pub enum RpcError {
     /// A documented, client-safe message (e.g. `authentication required`).
     #[error("{0}")]
     Client(&'static str),
+    /// A client-safe message built per call (e.g. which bound a request
+    /// broke); it must never carry secrets or internals.
+    #[error("{0}")]
+    Invalid(String),
     /// Anything else; logged server-side, answered as [`HANDLER_ERROR`].
     #[error("internal: {0}")]
     Internal(String),
@@ -91,10 +95,11 @@ pub enum RpcError {
 
 impl RpcError {
     /// The message sent to the caller.
-    pub fn client_message(&self) -> &'static str {
+    pub fn client_message(&self) -> Bytes {
         match self {
-            RpcError::Client(m) => m,
-            RpcError::Internal(_) => HANDLER_ERROR,
+            RpcError::Client(m) => Bytes::from_static(m.as_bytes()),
+            RpcError::Invalid(m) => Bytes::copy_from_slice(m.as_bytes()),
+            RpcError::Internal(_) => Bytes::from_static(HANDLER_ERROR.as_bytes()),
         }
     }
 }

@@ -453,7 +453,7 @@ impl Connection {
                     Ok(Ok(reply)) => (RPC_STATUS_OK, reply),
                     Ok(Err(err)) => {
                         tracing::warn!(method = %request.method, error = %err, "RPC handler failed");
-                        (RPC_STATUS_ERROR, Bytes::from_static(err.client_message().as_bytes()))
+                        (RPC_STATUS_ERROR, err.client_message())
                     }
                     Err(_) => {
                         tracing::warn!(method = %request.method, "RPC handler timed out");
@@ -552,8 +552,8 @@ mod tests {
             self.push(Routed::Participant(participant_id, lane, frame));
             true
         }
-        fn to_account(&self, _user_id: &str, _lane: Lane, _frame: Bytes) -> usize {
-            0
+        fn to_account(&self, _user_id: &str, _lane: Lane, _frame: Bytes) -> crate::router::Fanout {
+            crate::router::Fanout::default()
         }
         fn to_place(&self, place: Place, except: Option<u64>, lane: Lane, frame: Bytes) -> usize {
             self.push(Routed::Place(place, except, lane, frame));

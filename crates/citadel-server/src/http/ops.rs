@@ -65,6 +65,7 @@ async fn status(State(shared): State<Arc<NodeShared>>) -> Json<serde_json::Value
         "drops": m.drops_json(),
         "closes": m.closes_json(),
         "runtime_events": m.runtime_json(),
+        "service_events": m.services_json(),
         "metrics": {
             "http_requests_total": m.http_requests.load(Ordering::Relaxed),
             "connections_total": m.connections_total.load(Ordering::Relaxed),

@@ -12,7 +12,7 @@ use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
 
-use super::{Lane, Recipient, Router, push};
+use super::{Fanout, Lane, Recipient, Router, push};
 use crate::place::Place;
 use crate::realm::Places;
 
@@ -94,15 +94,16 @@ impl Router for LocalRouter {
         outbound.is_some_and(|o| push(&o, lane, frame))
     }
 
-    fn to_account(&self, user_id: &str, lane: Lane, frame: Bytes) -> usize {
+    fn to_account(&self, user_id: &str, lane: Lane, frame: Bytes) -> Fanout {
         let dir = self.read();
         let Some(ids) = dir.accounts.get(user_id) else {
-            return 0;
+            return Fanout::default();
         };
-        ids.iter()
-            .filter_map(|id| dir.participants.get(id))
-            .filter(|r| push(&r.outbound, lane, frame.clone()))
-            .count()
+        Fanout::count(
+            ids.iter()
+                .filter_map(|id| dir.participants.get(id))
+                .map(|r| push(&r.outbound, lane, frame.clone())),
+        )
     }
 
     fn to_place(&self, place: Place, except: Option<u64>, lane: Lane, frame: Bytes) -> usize {
@@ -200,14 +201,30 @@ mod tests {
         let laptop = node.connect(2, Some("u-1"));
         let other = node.connect(3, Some("u-2"));
         let guest = node.connect(4, None);
-        assert_eq!(node.router.to_account("u-1", Lane::Reliable, probe(7)), 2);
+        assert_eq!(
+            node.router
+                .to_account("u-1", Lane::Reliable, probe(7))
+                .queued,
+            2
+        );
         assert_eq!(phone.drain().0, vec![probe(7)]);
         assert_eq!(laptop.drain().0, vec![probe(7)]);
         assert!(other.drain().0.is_empty() && guest.drain().0.is_empty());
         node.router.detach(1);
-        assert_eq!(node.router.to_account("u-1", Lane::Reliable, probe(8)), 1);
+        assert_eq!(
+            node.router
+                .to_account("u-1", Lane::Reliable, probe(8))
+                .queued,
+            1
+        );
+        laptop.close(crate::metrics::CloseReason::ClientClosed);
+        let refused = node.router.to_account("u-1", Lane::Reliable, probe(9));
+        assert_eq!((refused.queued, refused.refused), (0, 1));
         node.router.detach(2);
-        assert_eq!(node.router.to_account("u-1", Lane::Reliable, probe(9)), 0);
+        assert_eq!(
+            node.router.to_account("u-1", Lane::Reliable, probe(9)),
+            Fanout::default()
+        );
         assert_eq!(node.router.len(), 2);
     }
 

@@ -24,6 +24,19 @@ mod local;
 
 pub use local::LocalRouter;
 
+impl Fanout {
+    fn count(pushed: impl Iterator<Item = bool>) -> Fanout {
+        pushed.fold(Fanout::default(), |mut f, ok| {
+            if ok {
+                f.queued += 1;
+            } else {
+                f.refused += 1;
+            }
+            f
+        })
+    }
+}
+
 use bytes::{BufMut, Bytes, BytesMut};
 use citadel_wire::Envelope;
 use citadel_wire::protocol::{LENGTH_PREFIX_BYTES, SENDER_ID_BYTES};
@@ -51,6 +64,16 @@ pub struct Recipient {
     pub outbound: Outbound,
 }
 
+/// What a delivery to several connections did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Fanout {
+    /// Lanes the frame was queued on.
+    pub queued: usize,
+    /// Recipients whose lane refused it (closing, or full: a full reliable
+    /// lane closes its slow connection).
+    pub refused: usize,
+}
+
 /// Picks recipients and queues one shared frame for each. Implementations
 /// never block; the return values count the lanes the frame was queued on
 /// (a closing connection does not count).
@@ -65,7 +88,7 @@ pub trait Router: Send + Sync + std::fmt::Debug {
     fn to_participant(&self, participant_id: u64, lane: Lane, frame: Bytes) -> bool;
 
     /// To every live connection of one account.
-    fn to_account(&self, user_id: &str, lane: Lane, frame: Bytes) -> usize;
+    fn to_account(&self, user_id: &str, lane: Lane, frame: Bytes) -> Fanout;
 
     /// To every member of `place`, except `except` (the sender).
     fn to_place(&self, place: Place, except: Option<u64>, lane: Lane, frame: Bytes) -> usize;

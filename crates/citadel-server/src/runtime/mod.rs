@@ -25,12 +25,14 @@ mod api;
 mod hooks;
 mod policy;
 mod sandbox;
+mod services;
 mod vm;
 mod worker;
 
 pub use api::{ActorSpawn, Command, FIRST_ACTOR_ID, MAX_BODY_BYTES, MAX_COMMANDS, MAX_TOTAL_BYTES};
 pub use hooks::Registered;
 pub use policy::{LuaRoomPolicy, LuaRpc};
+pub use services::HostServices;
 pub use vm::{Caller, Failure, LabelSpec, LoadError};
 pub use worker::Origin;
 
@@ -90,6 +92,8 @@ pub struct RuntimeDeps {
     pub hub: Arc<TransformHub>,
     /// Where the script's RPC methods are registered (again after a reload).
     pub rpc: Arc<RpcRegistry>,
+    /// What the `notifications_*` host functions call.
+    pub host: HostServices,
 }
 
 /// State shared by the handle and the worker.

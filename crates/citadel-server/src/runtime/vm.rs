@@ -172,6 +172,7 @@ impl Vm {
         let citadel = lua.create_table().map_err(setup)?;
         hooks::install(&lua, &citadel).map_err(setup)?;
         api::install(&lua, &citadel).map_err(setup)?;
+        super::services::install(&lua, &citadel).map_err(setup)?;
         lua.globals().set("citadel", citadel).map_err(setup)?;
         let chunk = lua
             .load(source)
@@ -195,6 +196,11 @@ impl Vm {
         }
         vm.registered = hooks::registered(&vm.lua).map_err(setup)?;
         Ok(vm)
+    }
+
+    /// Connects the service host functions (`notifications_*`) to the node.
+    pub fn install_host(&self, host: super::HostServices) {
+        self.lua.set_app_data(host);
     }
 
     /// What the script registered.

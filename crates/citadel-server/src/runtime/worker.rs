@@ -116,6 +116,7 @@ impl Worker {
             entry,
             limits,
         } = parts;
+        vm.install_host(deps.host.clone());
         Worker {
             vm,
             rx,
@@ -427,6 +428,7 @@ impl Worker {
                 self.reload_failed("main.lua registers no handler");
             }
             Ok(vm) => {
+                vm.install_host(self.deps.host.clone());
                 let registered = vm.registered().clone();
                 self.vm = vm;
                 self.publish(registered);

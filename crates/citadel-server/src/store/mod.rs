@@ -1,5 +1,5 @@
 //! Durable storage: one async trait per domain (accounts, sessions, rate
-//! limits) and one implementation over sqlx that runs on an embedded SQLite
+//! limits, notification inboxes) and one implementation over sqlx that runs on an embedded SQLite
 //! file (default) or PostgreSQL (selected by a `postgres://` URL).
 //!
 //! What it is not: no business rules (validation, token minting, policy) —
@@ -8,8 +8,10 @@
 //! portable SQL (`$n` placeholders in ascending order, which SQLite also
 //! accepts) and run on whichever pool is configured.
 
+pub mod notifications;
 mod sql;
 
+pub use notifications::{Inserted, NewNotification, NotificationRecord, NotificationStore};
 pub use sql::{PoolSettings, SqlStore, is_postgres_url};
 
 use crate::gateway::handshake::BoxFuture;
@@ -248,7 +250,7 @@ pub trait RateLimitStore: Send + Sync {
 }
 
 /// Everything the services need from storage.
-pub trait Store: AccountStore + SessionStore + RateLimitStore {
+pub trait Store: AccountStore + SessionStore + RateLimitStore + NotificationStore {
     /// `sqlite` or `postgres` (for `/status`; never the URL).
     fn backend(&self) -> &'static str;
 }

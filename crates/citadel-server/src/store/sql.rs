@@ -37,6 +37,9 @@ macro_rules! with_pool {
     };
 }
 
+// After the macro: the per-domain files use it.
+mod notifications;
+
 /// Connection settings (from `[database]`).
 #[derive(Debug, Clone)]
 pub struct PoolSettings {
