@@ -77,6 +77,8 @@ pub struct Config {
     pub transform_sync: TransformSyncConfig,
     /// `[notifications]`: durable inbox bounds.
     pub notifications: crate::services::notifications::NotificationsConfig,
+    /// `[friends]`: friend graph bounds.
+    pub friends: crate::services::friends::FriendsConfig,
 }
 
 /// `[transform_sync]`: networked actors and snapshot replication.
@@ -850,6 +852,7 @@ impl Config {
             return Err(invalid("server.node_id", "must not be empty"));
         }
         self.notifications.validate()?;
+        self.friends.validate()?;
         parse_addr("http.bind", &self.http.bind)?;
         parse_addr("transport.websocket.bind", &self.transport.websocket.bind)?;
         self.transport.quic.validate("quic", QUIC_DEFAULT_BIND)?;

@@ -30,6 +30,7 @@ use crate::rpc::{RpcHandler, RpcRegistry};
 use crate::runtime::{HostServices, LuaRoomPolicy, Runtime, RuntimeDeps};
 use crate::services::AccountService;
 use crate::services::accounts::StoreSessionValidator;
+use crate::services::friends::FriendService;
 use crate::services::live::LiveSessions;
 use crate::services::notifications::NotificationService;
 use crate::store::{PoolSettings, SqlStore, Store};
@@ -55,6 +56,8 @@ pub struct NodeShared {
     pub accounts: Arc<AccountService>,
     /// Durable player notifications.
     pub notifications: Arc<NotificationService>,
+    /// The friend graph.
+    pub friends: Arc<FriendService>,
     /// Live authenticated connections by session (revocation).
     pub live: Arc<LiveSessions>,
     /// Networked actors and snapshots.
@@ -220,6 +223,11 @@ impl NodeBuilder {
             metrics.clone(),
         ));
         crate::services::notifications::rpc::register(&rpc, &notifications);
+        let friends = Arc::new(FriendService::new(
+            accounts.store().clone(),
+            config.friends.clone(),
+        ));
+        crate::services::friends::register(&rpc, &friends);
         let runtime = match loaded {
             Some(loaded) => Some(
                 loaded
@@ -261,6 +269,7 @@ impl NodeBuilder {
             runtime,
             accounts,
             notifications,
+            friends,
             live,
             hub,
             shutdown: CancellationToken::new(),

@@ -1,9 +1,11 @@
 //! Plain async services over the store, with no transport knowledge:
 //! accounts and sessions (`accounts`), token formats (`tokens`), field
 //! rules (`validation`), the live-connection index used for revocation
-//! (`live`), durable player notifications (`notifications`). HTTP handlers and the realtime handshake call into them.
+//! (`live`), durable player notifications (`notifications`), the friend graph
+//! (`friends`). HTTP handlers and the realtime handshake call into them.
 
 pub mod accounts;
+pub mod friends;
 pub mod live;
 pub mod notifications;
 pub mod revocation;

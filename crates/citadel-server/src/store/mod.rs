@@ -1,5 +1,5 @@
 //! Durable storage: one async trait per domain (accounts, sessions, rate
-//! limits, notification inboxes) and one implementation over sqlx that runs on an embedded SQLite
+//! limits, notification inboxes, the friend graph) and one implementation over sqlx that runs on an embedded SQLite
 //! file (default) or PostgreSQL (selected by a `postgres://` URL).
 //!
 //! What it is not: no business rules (validation, token minting, policy) —
@@ -8,9 +8,11 @@
 //! portable SQL (`$n` placeholders in ascending order, which SQLite also
 //! accepts) and run on whichever pool is configured.
 
+pub mod friends;
 pub mod notifications;
 mod sql;
 
+pub use friends::{AddOutcome, FriendRecord, FriendState, FriendStore};
 pub use notifications::{Inserted, NewNotification, NotificationRecord, NotificationStore};
 pub use sql::{PoolSettings, SqlStore, is_postgres_url};
 
@@ -250,7 +252,9 @@ pub trait RateLimitStore: Send + Sync {
 }
 
 /// Everything the services need from storage.
-pub trait Store: AccountStore + SessionStore + RateLimitStore + NotificationStore {
+pub trait Store:
+    AccountStore + SessionStore + RateLimitStore + NotificationStore + FriendStore
+{
     /// `sqlite` or `postgres` (for `/status`; never the URL).
     fn backend(&self) -> &'static str;
 }

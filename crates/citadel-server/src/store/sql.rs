@@ -38,6 +38,7 @@ macro_rules! with_pool {
 }
 
 // After the macro: the per-domain files use it.
+mod friends;
 mod notifications;
 
 /// Connection settings (from `[database]`).
