@@ -79,6 +79,8 @@ pub struct Config {
     pub notifications: crate::services::notifications::NotificationsConfig,
     /// `[friends]`: friend graph bounds.
     pub friends: crate::services::friends::FriendsConfig,
+    /// `[groups]`: group bounds.
+    pub groups: crate::services::groups::GroupsConfig,
 }
 
 /// `[transform_sync]`: networked actors and snapshot replication.
@@ -853,6 +855,7 @@ impl Config {
         }
         self.notifications.validate()?;
         self.friends.validate()?;
+        self.groups.validate()?;
         parse_addr("http.bind", &self.http.bind)?;
         parse_addr("transport.websocket.bind", &self.transport.websocket.bind)?;
         self.transport.quic.validate("quic", QUIC_DEFAULT_BIND)?;

@@ -188,6 +188,16 @@ reasons!(
         NotificationsPruned => "notifications_pruned",
         /// Sends refused (bounds, unknown recipient).
         NotificationsRefused => "notifications_refused",
+        /// `friends.add` refused by `friends.max_relations`.
+        FriendsLimitRefused => "friends_limit_refused",
+        /// Groups created.
+        GroupsCreated => "groups_created",
+        /// Groups deleted.
+        GroupsDeleted => "groups_deleted",
+        /// Admissions refused by a group's `max_members`.
+        GroupsFullRefused => "groups_full_refused",
+        /// Creations and admissions refused by `groups.max_groups_per_user`.
+        GroupsUserLimitRefused => "groups_user_limit_refused",
     }
 );
 

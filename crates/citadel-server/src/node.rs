@@ -31,6 +31,7 @@ use crate::runtime::{HostServices, LuaRoomPolicy, Runtime, RuntimeDeps};
 use crate::services::AccountService;
 use crate::services::accounts::StoreSessionValidator;
 use crate::services::friends::FriendService;
+use crate::services::groups::GroupService;
 use crate::services::live::LiveSessions;
 use crate::services::notifications::NotificationService;
 use crate::store::{PoolSettings, SqlStore, Store};
@@ -58,6 +59,8 @@ pub struct NodeShared {
     pub notifications: Arc<NotificationService>,
     /// The friend graph.
     pub friends: Arc<FriendService>,
+    /// Groups and their roles.
+    pub groups: Arc<GroupService>,
     /// Live authenticated connections by session (revocation).
     pub live: Arc<LiveSessions>,
     /// Networked actors and snapshots.
@@ -226,8 +229,15 @@ impl NodeBuilder {
         let friends = Arc::new(FriendService::new(
             accounts.store().clone(),
             config.friends.clone(),
+            metrics.clone(),
         ));
         crate::services::friends::register(&rpc, &friends);
+        let groups = Arc::new(GroupService::new(
+            accounts.store().clone(),
+            config.groups.clone(),
+            metrics.clone(),
+        ));
+        crate::services::groups::rpc::register(&rpc, &groups);
         let runtime = match loaded {
             Some(loaded) => Some(
                 loaded
@@ -238,6 +248,7 @@ impl NodeBuilder {
                         rpc: rpc.clone(),
                         host: HostServices {
                             notifications: notifications.clone(),
+                            groups: groups.clone(),
                             handle: tokio::runtime::Handle::current(),
                         },
                     })
@@ -270,6 +281,7 @@ impl NodeBuilder {
             accounts,
             notifications,
             friends,
+            groups,
             live,
             hub,
             shutdown: CancellationToken::new(),

@@ -1,6 +1,6 @@
 //! Host functions that reach the player services from a script:
-//! `citadel.notifications_send`, `notifications_list` and
-//! `notifications_mark_read` (runtime-and-config.md §3).
+//! `citadel.notifications_send`, `notifications_list`,
+//! `notifications_mark_read` and `groups_call` (runtime-and-config.md §3).
 //!
 //! What it is: a synchronous bridge. The VM thread hands the service call
 //! to the node's async runtime and waits for its answer, at most until the
@@ -17,6 +17,7 @@ use citadel_wire::service::Notification;
 use mlua::{Lua, Table, Value};
 
 use super::api::Invocation;
+use crate::services::groups::GroupService;
 use crate::services::notifications::{NotificationService, Outgoing};
 
 /// What the host functions call; installed into every VM (and every hot
@@ -25,6 +26,8 @@ use crate::services::notifications::{NotificationService, Outgoing};
 pub struct HostServices {
     /// Durable notifications.
     pub notifications: Arc<NotificationService>,
+    /// Groups (trusted operations).
+    pub groups: Arc<GroupService>,
     /// The node's async runtime.
     pub handle: tokio::runtime::Handle,
 }
@@ -145,6 +148,31 @@ pub fn install(lua: &Lua, citadel: &Table) -> mlua::Result<()> {
             })?;
             lua.create_sequence_from(changed)
         })?,
+    )?;
+    // Refusals (a role rule, a bound) are answers, not failures: they come
+    // back as `nil, message`; only a misuse or an unavailable service raises.
+    citadel.set(
+        "groups_call",
+        lua.create_function(
+            |lua, (actor, operation, payload): (String, String, Option<String>)| {
+                let reply = run(lua, |host| async move {
+                    Ok(host
+                        .groups
+                        .trusted(&actor, &operation, payload.unwrap_or_default().as_bytes())
+                        .await)
+                })?;
+                match reply {
+                    Ok(value) => Ok((Some(value.to_string()), None)),
+                    Err(err) => {
+                        if let crate::rpc::RpcError::Internal(detail) = &err {
+                            tracing::warn!(error = %detail, "groups_call failed");
+                        }
+                        let text = String::from_utf8_lossy(&err.client_message()).into_owned();
+                        Ok((None, Some(text)))
+                    }
+                }
+            },
+        )?,
     )?;
     Ok(())
 }

@@ -9,10 +9,14 @@
 //! accepts) and run on whichever pool is configured.
 
 pub mod friends;
+pub mod groups;
 pub mod notifications;
 mod sql;
 
 pub use friends::{AddOutcome, FriendRecord, FriendState, FriendStore};
+pub use groups::{
+    GroupOutcome, GroupRecord, GroupStore, GroupUpdate, MemberRecord, Standing, StandingChange,
+};
 pub use notifications::{Inserted, NewNotification, NotificationRecord, NotificationStore};
 pub use sql::{PoolSettings, SqlStore, is_postgres_url};
 
@@ -253,7 +257,7 @@ pub trait RateLimitStore: Send + Sync {
 
 /// Everything the services need from storage.
 pub trait Store:
-    AccountStore + SessionStore + RateLimitStore + NotificationStore + FriendStore
+    AccountStore + SessionStore + RateLimitStore + NotificationStore + FriendStore + GroupStore
 {
     /// `sqlite` or `postgres` (for `/status`; never the URL).
     fn backend(&self) -> &'static str;

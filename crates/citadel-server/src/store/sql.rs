@@ -39,6 +39,7 @@ macro_rules! with_pool {
 
 // After the macro: the per-domain files use it.
 mod friends;
+mod groups;
 mod notifications;
 
 /// Connection settings (from `[database]`).

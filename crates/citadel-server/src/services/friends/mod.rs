@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::gateway::handshake::BoxFuture;
+use crate::metrics::{Metrics, ServiceEvent};
 use crate::rpc::{AUTHENTICATION_REQUIRED, RpcContext, RpcError, RpcHandler, RpcRegistry};
 use crate::services::accounts::now_ms;
 use crate::services::notifications::rpc::parse_payload;
@@ -63,6 +64,7 @@ impl FriendsConfig {
 pub struct FriendService {
     store: Arc<dyn Store>,
     config: FriendsConfig,
+    metrics: Arc<Metrics>,
 }
 
 impl std::fmt::Debug for FriendService {
@@ -77,8 +79,12 @@ fn storage(err: StoreError) -> RpcError {
 
 impl FriendService {
     /// A service over `store`.
-    pub fn new(store: Arc<dyn Store>, config: FriendsConfig) -> Self {
-        FriendService { store, config }
+    pub fn new(store: Arc<dyn Store>, config: FriendsConfig, metrics: Arc<Metrics>) -> Self {
+        FriendService {
+            store,
+            config,
+            metrics,
+        }
     }
 
     /// Whether `a` and `b` are friends and neither blocks the other.
@@ -100,7 +106,11 @@ impl FriendService {
         {
             AddOutcome::State(state) => Ok(json!({ "user_id": other, "state": state.as_str() })),
             AddOutcome::Unavailable => Err(RpcError::Client(UNAVAILABLE)),
-            AddOutcome::Limit => Err(RpcError::Client(LIMIT)),
+            AddOutcome::Limit => {
+                self.metrics
+                    .service_event(ServiceEvent::FriendsLimitRefused);
+                Err(RpcError::Client(LIMIT))
+            }
         }
     }
 
