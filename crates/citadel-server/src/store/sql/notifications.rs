@@ -25,25 +25,22 @@ fn record(row: Row) -> NotificationRecord {
     }
 }
 
-/// One attempt at the insert transaction.
+/// One attempt at the insert transaction: four statements (begin, insert
+/// guarded by the recipient's existence, prune, commit), plus one lookup
+/// when a delivery key is given.
 async fn insert_once(pool: &Pool, new: &NewNotification) -> StoreResult<Inserted> {
     let insert = format!(
         "INSERT INTO notifications (id, recipient, code, subject, content, sender, delivery_key, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {COLUMNS}"
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM accounts WHERE user_id = $2 RETURNING {COLUMNS}"
     );
-    // Read items go first, then the oldest unread.
+    // Past the bound, read items go first, then the oldest unread; the
+    // excess is computed in the same statement.
     let prune = "DELETE FROM notifications WHERE seq IN (SELECT seq FROM notifications \
-                 WHERE recipient = $1 ORDER BY CASE WHEN read_at IS NULL THEN 1 ELSE 0 END, seq LIMIT $2)";
+                 WHERE recipient = $1 ORDER BY CASE WHEN read_at IS NULL THEN 1 ELSE 0 END, seq \
+                 LIMIT (SELECT CASE WHEN COUNT(*) > $2 THEN COUNT(*) - $2 ELSE 0 END \
+                        FROM notifications WHERE recipient = $1))";
     with_pool!(pool, p => {
         let mut tx = p.begin().await?;
-        let known: Option<(String,)> =
-            sqlx::query_as("SELECT user_id FROM accounts WHERE user_id = $1")
-                .bind(&new.recipient)
-                .fetch_optional(&mut *tx)
-                .await?;
-        if known.is_none() {
-            return Ok(Inserted::UnknownRecipient);
-        }
         if let Some(key) = &new.delivery_key {
             let existing: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(by_key_sql()))
                 .bind(&new.recipient)
@@ -54,7 +51,7 @@ async fn insert_once(pool: &Pool, new: &NewNotification) -> StoreResult<Inserted
                 return Ok(Inserted::Existing(record(row)));
             }
         }
-        let row: Row = sqlx::query_as(sqlx::AssertSqlSafe(insert))
+        let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(insert))
             .bind(&new.id)
             .bind(&new.recipient)
             .bind(new.code)
@@ -63,23 +60,17 @@ async fn insert_once(pool: &Pool, new: &NewNotification) -> StoreResult<Inserted
             .bind(&new.sender)
             .bind(&new.delivery_key)
             .bind(new.now)
-            .fetch_one(&mut *tx)
+            .fetch_optional(&mut *tx)
             .await?;
-        let (count,): (i64,) =
-            sqlx::query_as("SELECT COUNT(*) FROM notifications WHERE recipient = $1")
-                .bind(&new.recipient)
-                .fetch_one(&mut *tx)
-                .await?;
-        let over = count - i64::from(new.max_inbox.max(1));
-        let mut pruned = 0;
-        if over > 0 {
-            pruned = sqlx::query(prune)
-                .bind(&new.recipient)
-                .bind(over)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-        }
+        let Some(row) = row else {
+            return Ok(Inserted::UnknownRecipient);
+        };
+        let pruned = sqlx::query(prune)
+            .bind(&new.recipient)
+            .bind(i64::from(new.max_inbox.max(1)))
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
         tx.commit().await?;
         Ok(Inserted::Created {
             record: record(row),
