@@ -2,8 +2,10 @@
 //! broad phase and, per client, a subscribed set with hysteresis (enter
 //! within `inner`, leave beyond `outer`, both 3-D distances).
 //!
-//! Build one [`Grid`] per latched frame (shared by every client); each
-//! client's [`Interest`] updates against it at its snapshot tick.
+//! Build one [`FrameIndex`] per latched frame (shared by every client);
+//! each client asks it for the candidates near its viewer and its own
+//! objects, and its [`Interest`] updates against those alone, so a client's
+//! cost grows with what it can see, not with the size of the world.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -94,6 +96,40 @@ impl Grid {
     }
 }
 
+/// The broad phase of one latched frame: its objects by horizontal cell
+/// and by owner. Built once per frame and shared by every client.
+#[derive(Debug, Clone, Default)]
+pub struct FrameIndex {
+    grid: Grid,
+    by_owner: HashMap<u64, Vec<usize>>,
+}
+
+impl FrameIndex {
+    /// Indexes `objects` with cells of `cell_size`.
+    pub fn build(objects: &[FrameObject], cell_size: f32) -> FrameIndex {
+        let mut by_owner: HashMap<u64, Vec<usize>> = HashMap::new();
+        for (i, o) in objects.iter().enumerate().filter(|(_, o)| o.owner != 0) {
+            by_owner.entry(o.owner).or_default().push(i);
+        }
+        FrameIndex {
+            grid: Grid::build(objects, cell_size),
+            by_owner,
+        }
+    }
+
+    /// Indices (into the indexed slice) of the objects within the square
+    /// of half-width `radius` around `center`, then those owned by `owner`
+    /// (which may repeat some of the first).
+    pub fn candidates(&self, center: [f32; 3], radius: f32, owner: u64, out: &mut Vec<usize>) {
+        self.grid.query(center, radius, out);
+        if owner != 0
+            && let Some(own) = self.by_owner.get(&owner)
+        {
+            out.extend_from_slice(own);
+        }
+    }
+}
+
 fn distance(a: [f32; 3], b: [f32; 3]) -> f32 {
     let d = [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
     (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt()
@@ -129,33 +165,31 @@ impl Interest {
         &self.subscribed
     }
 
-    /// Updates against `objects` for a viewer at `viewer`; `pinned` ids (the
-    /// client's own objects) are always relevant. Without a `grid` every
-    /// object is a candidate.
+    /// The radius a broad phase must cover for [`Interest::update`] to see
+    /// every object that may stay or become relevant (the exit radius).
+    pub fn reach(&self) -> f32 {
+        self.config.normalized().2
+    }
+
+    /// Updates against `candidates` for a viewer at `viewer`; `pinned`
+    /// objects (the client's own) are always relevant. `candidates` must
+    /// hold every object within [`Interest::reach`] of the viewer and every
+    /// pinned object (a [`FrameIndex`] query gives exactly that); anything
+    /// subscribed and absent from them exits. Duplicates are harmless.
     pub fn update(
         &mut self,
-        objects: &[FrameObject],
-        grid: Option<&Grid>,
+        candidates: &[&FrameObject],
         viewer: [f32; 3],
         pinned: &dyn Fn(&FrameObject) -> bool,
     ) -> InterestChange {
         let (_, inner, outer) = self.config.normalized();
-        let mut near = Vec::new();
-        match grid {
-            Some(grid) => grid.query(viewer, outer, &mut near),
-            None => near.extend(0..objects.len()),
-        }
         let mut keep = BTreeSet::new();
-        for &i in &near {
-            let Some(o) = objects.get(i) else { continue };
+        for o in candidates {
             let d = distance(o.position, viewer);
             let was = self.subscribed.contains(&o.id);
             if pinned(o) || d <= inner || (was && d <= outer) {
                 keep.insert(o.id);
             }
-        }
-        for o in objects.iter().filter(|o| pinned(o)) {
-            keep.insert(o.id);
         }
         let entered = keep.difference(&self.subscribed).copied().collect();
         let exited = self.subscribed.difference(&keep).copied().collect();

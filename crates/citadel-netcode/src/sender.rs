@@ -16,7 +16,7 @@
 //! (distance and staleness); an object left out keeps accumulating, so none
 //! starves. Each ring entry is exactly what the client reconstructs.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use citadel_wire::ack::AckWindow;
@@ -28,7 +28,7 @@ use citadel_wire::tsync::{
 
 use crate::MAX_SNAPSHOT_DATAGRAM;
 use crate::frame::{Frame, FrameObject};
-use crate::interest::{Grid, Interest, InterestConfig};
+use crate::interest::{FrameIndex, Interest, InterestConfig};
 
 /// Snapshots a client may have outstanding (unacknowledged) at once.
 pub const RING_CAPACITY: usize = 64;
@@ -96,6 +96,8 @@ pub struct SnapshotSender {
     next_id: u32,
     accumulated: HashMap<u32, f32>,
     interest: Option<Interest>,
+    /// The highest `server_tick` sent.
+    last_tick: u32,
 }
 
 struct Candidate {
@@ -119,6 +121,7 @@ impl SnapshotSender {
             next_id: 1,
             accumulated: HashMap::new(),
             interest: config.interest.map(Interest::new),
+            last_tick: 0,
         }
     }
 
@@ -167,43 +170,55 @@ impl SnapshotSender {
 
     /// Builds the next snapshot from the frames this client may see, or
     /// `None` if nothing changed. `viewer` is the client's position for
-    /// interest and priority; `grids` (one per frame, same order) enable the
-    /// AOI broad phase.
+    /// interest and priority; `indexes` (one per frame, same order) give the
+    /// AOI broad phase: with them, a client's cost grows with the objects
+    /// near it, not with the frame. A frame without an index is scanned
+    /// whole. The snapshot's `server_tick` never goes below one already
+    /// sent, even when every frame is empty (tick 0).
     pub fn poll_snapshot(
         &mut self,
         frames: &[&Frame],
-        grids: Option<&[Grid]>,
+        indexes: Option<&[&FrameIndex]>,
         viewer: Option<[f32; 3]>,
         send_rate_hz: u8,
     ) -> Option<Outgoing> {
-        let tick = frames.iter().map(|f| f.tick).max().unwrap_or(0);
+        let tick = frames
+            .iter()
+            .map(|f| f.tick)
+            .max()
+            .unwrap_or(0)
+            .max(self.last_tick);
         let participant_id = self.participant_id;
         // 1. Relevance.
         let mut relevant: BTreeMap<u32, &FrameObject> = BTreeMap::new();
         let mut roles = Vec::new();
         match (&mut self.interest, viewer) {
             (Some(interest), Some(at)) => {
-                let mut all: Vec<FrameObject> = Vec::new();
-                for f in frames {
-                    all.extend_from_slice(&f.objects);
+                let mut candidates: Vec<&FrameObject> = Vec::new();
+                let mut near = Vec::new();
+                for (i, f) in frames.iter().enumerate() {
+                    match indexes.and_then(|x| x.get(i)) {
+                        Some(index) => {
+                            near.clear();
+                            index.candidates(at, interest.reach(), participant_id, &mut near);
+                            candidates.extend(near.iter().filter_map(|&j| f.objects.get(j)));
+                        }
+                        None => candidates.extend(f.objects.iter()),
+                    }
                 }
-                // A grid indexes one frame; with several frames every
-                // object is a candidate (no per-call grid building).
-                let grid = match grids {
-                    Some([single]) if frames.len() == 1 => Some(single),
-                    _ => None,
-                };
                 let pin = move |o: &FrameObject| o.owner == participant_id && o.owner != 0;
-                let change = interest.update(&all, grid, at, &pin);
-                let subscribed = interest.subscribed().clone();
-                for f in frames {
-                    for o in &f.objects {
-                        if subscribed.contains(&o.id) {
-                            relevant.insert(o.id, o);
-                        }
-                        if change.entered.contains(&o.id) {
-                            roles.push(role_change(o, participant_id, RoleEvent::RelevancyEnter));
-                        }
+                let change = interest.update(&candidates, at, &pin);
+                let entered: BTreeSet<u32> = change.entered.into_iter().collect();
+                let subscribed = interest.subscribed();
+                for o in candidates {
+                    if subscribed.contains(&o.id) {
+                        relevant.insert(o.id, o);
+                    }
+                }
+                // In id order, whatever order the broad phase found them in.
+                for (id, o) in &relevant {
+                    if entered.contains(id) {
+                        roles.push(role_change(o, participant_id, RoleEvent::RelevancyEnter));
                     }
                 }
                 for id in change.exited {
@@ -376,6 +391,7 @@ impl SnapshotSender {
             send_rate_hz,
         };
         let body = encode_quantized(header, &removed_in, &updates, &self.codec).ok()?;
+        self.last_tick = tick;
         self.ring.push_back((snapshot_id, Arc::new(state)));
         while self.ring.len() > RING_CAPACITY {
             self.ring.pop_front();

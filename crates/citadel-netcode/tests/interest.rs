@@ -4,7 +4,7 @@
 //! object is always relevant. Plus the interpolation buffer end to end.
 
 use citadel_netcode::frame::Frame;
-use citadel_netcode::interest::{Grid, InterestConfig};
+use citadel_netcode::interest::{FrameIndex, InterestConfig};
 use citadel_netcode::interp::Interpolator;
 use citadel_netcode::receiver::SnapshotReceiver;
 use citadel_netcode::sender::{SenderConfig, SnapshotSender};
@@ -50,14 +50,9 @@ fn enter_and_exit_with_hysteresis() {
     let mut receiver = SnapshotReceiver::new(codec);
     let step = |world: &World, sender: &mut SnapshotSender, receiver: &mut SnapshotReceiver| {
         let frame = Frame::latch(world, &codec);
-        let grid = Grid::build(&frame.objects, 500.0);
+        let index = FrameIndex::build(&frame.objects, 500.0);
         let out = sender
-            .poll_snapshot(
-                &[&frame],
-                Some(std::slice::from_ref(&grid)),
-                Some([0.0; 3]),
-                20,
-            )
+            .poll_snapshot(&[&frame], Some(&[&index]), Some([0.0; 3]), 20)
             .unwrap();
         let snap = if out.body.is_empty() {
             None
@@ -151,4 +146,88 @@ fn interpolation_renders_in_the_past_and_extrapolates_briefly() {
         (ahead - cap).abs() < 1.0,
         "extrapolation capped at 0.25 s: {ahead} vs {cap}"
     );
+}
+
+/// The broad phase changes the cost, never the answer: a sender using a
+/// [`FrameIndex`] emits byte-identical snapshots and roles to one scanning
+/// every object, for a viewer crossing a field of scattered objects (with
+/// its own object far away, which must stay pinned).
+#[test]
+fn the_frame_index_gives_the_same_snapshots_as_a_full_scan() {
+    let codec = HelloParams::default().codec().unwrap();
+    let config = SenderConfig {
+        interest: Some(InterestConfig {
+            cell_size: 700.0,
+            inner: 1_500.0,
+            outer: 2_000.0,
+        }),
+        ..SenderConfig::default()
+    };
+    let mut world = World::new(60);
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % 40_000) as f32 - 20_000.0
+    };
+    for id in 1..=400 {
+        let mut o = at(id, next(), 0, Role::ServerSimulated);
+        o.transform.position[1] = next();
+        world.insert(o);
+    }
+    world.insert(at(401, 19_000.0, 7, Role::OwnerPredicted));
+    let mut indexed = SnapshotSender::new(7, codec, config);
+    let mut scanning = SnapshotSender::new(7, codec, config);
+    let (mut rx_a, mut rx_b) = (SnapshotReceiver::new(codec), SnapshotReceiver::new(codec));
+    let mut seen = 0;
+    for step in 0..60 {
+        let viewer = [-20_000.0 + step as f32 * 700.0, 0.0, 0.0];
+        world.handle_sim_tick();
+        let frame = Frame::latch(&world, &codec);
+        let index = FrameIndex::build(&frame.objects, 700.0);
+        let a = indexed.poll_snapshot(&[&frame], Some(&[&index]), Some(viewer), 20);
+        let b = scanning.poll_snapshot(&[&frame], None, Some(viewer), 20);
+        assert_eq!(a.is_some(), b.is_some(), "step {step}");
+        let (Some(a), Some(b)) = (a, b) else { continue };
+        assert_eq!(a.body, b.body, "step {step}");
+        assert_eq!(a.roles, b.roles, "step {step}");
+        if !a.body.is_empty() {
+            seen += a.updates;
+            rx_a.handle_snapshot(&a.body).unwrap();
+            rx_b.handle_snapshot(&b.body).unwrap();
+            indexed.handle_ack(&rx_a.poll_ack().unwrap().window().unwrap());
+            scanning.handle_ack(&rx_b.poll_ack().unwrap().window().unwrap());
+        }
+        assert!(
+            rx_a.latest().is_none_or(|held| held.contains_key(&401)),
+            "the own object stays pinned"
+        );
+    }
+    assert!(seen > 50, "the viewer met many objects on the way ({seen})");
+}
+
+/// A snapshot that only removes objects carries the latest tick, not the
+/// tick 0 of an empty frame: ticks never go backwards for a client.
+#[test]
+fn snapshot_ticks_never_go_backwards() {
+    let codec = HelloParams::default().codec().unwrap();
+    let mut world = World::new(60);
+    world.insert(at(1, 0.0, 0, Role::ServerSimulated));
+    world.handle_sim_tick();
+    world.handle_sim_tick();
+    let mut sender = SnapshotSender::new(9, codec, SenderConfig::default());
+    let mut receiver = SnapshotReceiver::new(codec);
+    let frame = Frame::latch(&world, &codec);
+    let first = sender.poll_snapshot(&[&frame], None, None, 20).unwrap();
+    let first_tick = Snapshot::decode(&first.body, &codec).unwrap().server_tick;
+    assert!(first_tick >= 2);
+    receiver.handle_snapshot(&first.body).unwrap();
+    sender.handle_ack(&receiver.poll_ack().unwrap().window().unwrap());
+    // The last actor despawns: the place's frame is empty (tick 0).
+    let empty = Frame::default();
+    let removal = sender.poll_snapshot(&[&empty], None, None, 20).unwrap();
+    let snap = Snapshot::decode(&removal.body, &codec).unwrap();
+    assert_eq!(snap.removed, vec![1]);
+    assert_eq!(snap.server_tick, first_tick);
 }

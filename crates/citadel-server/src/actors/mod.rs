@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use citadel_netcode::frame::Frame;
-use citadel_netcode::interest::InterestConfig;
+use citadel_netcode::interest::{FrameIndex, InterestConfig};
 use citadel_netcode::sender::{SenderConfig, SnapshotSender};
 use citadel_netcode::world::{IdAllocator, Motion, Object, World};
 use citadel_wire::Envelope;
@@ -61,11 +61,19 @@ struct Presence {
     predicted: bool,
 }
 
+/// One world's latched frame and, with AOI on, its broad-phase index;
+/// built once per send tick and read by every client of that world.
+#[derive(Debug, Default)]
+struct Latched {
+    frame: Frame,
+    index: Option<FrameIndex>,
+}
+
 #[derive(Debug, Default)]
 struct HubState {
     ids: IdAllocator,
     worlds: HashMap<WorldKey, World>,
-    frames: HashMap<WorldKey, Arc<Frame>>,
+    frames: HashMap<WorldKey, Arc<Latched>>,
     clients: HashMap<u64, ClientSync>,
     presences: HashMap<u64, Presence>,
     npcs: HashMap<u32, npc::Npc>,
@@ -432,13 +440,25 @@ impl TransformHub {
         if !st.ticks.is_multiple_of(interval) || st.clients.is_empty() {
             return;
         }
-        // Latch once per world; every client's snapshot reads the shared frames.
+        // Latch (and index) once per world; every client's snapshot reads
+        // the shared frames.
+        let cell = self
+            .config
+            .interest_enabled
+            .then_some(self.config.interest_cell_size);
         st.frames = st
             .worlds
             .iter()
-            .map(|(k, w)| (*k, Arc::new(Frame::latch(w, &self.codec))))
+            .map(|(k, w)| {
+                let frame = Frame::latch(w, &self.codec);
+                let index = cell.map(|c| FrameIndex::build(&frame.objects, c));
+                (*k, Arc::new(Latched { frame, index }))
+            })
             .collect();
-        let empty = Arc::new(Frame::default());
+        let empty = Arc::new(Latched {
+            frame: Frame::default(),
+            index: cell.map(|c| FrameIndex::build(&[], c)),
+        });
         let send_rate = self.config.send_rate_hz;
         let HubState {
             clients,
@@ -447,12 +467,12 @@ impl TransformHub {
             worlds,
             ..
         } = st;
-        let global_frame = frames
+        let global = frames
             .get(&WorldKey::Global)
             .cloned()
             .unwrap_or_else(|| empty.clone());
         for (pid, client) in clients.iter_mut() {
-            let place_frame = frames
+            let place = frames
                 .get(&WorldKey::Place(client.place))
                 .cloned()
                 .unwrap_or_else(|| empty.clone());
@@ -464,11 +484,17 @@ impl TransformHub {
                         .and_then(|w| w.get(p.object_id))
                 })
                 .map(|o| o.transform.position);
-            let frame_list = [place_frame.as_ref(), global_frame.as_ref()];
-            let Some(out) = client
-                .sender
-                .poll_snapshot(&frame_list, None, viewer, send_rate)
-            else {
+            let frame_list = [&place.frame, &global.frame];
+            let indexes = match (&place.index, &global.index) {
+                (Some(a), Some(b)) => Some([a, b]),
+                _ => None,
+            };
+            let Some(out) = client.sender.poll_snapshot(
+                &frame_list,
+                indexes.as_ref().map(|x| &x[..]),
+                viewer,
+                send_rate,
+            ) else {
                 continue;
             };
             for role in &out.roles {
