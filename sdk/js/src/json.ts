@@ -116,7 +116,7 @@ export function parseJson(text: string): JsonValue {
 
 /** JSON.stringify that writes bigint as a plain JSON integer. */
 export function stringifyJson(value: unknown): string {
-  const marker = "\u0000bigint:";
+  const marker = "@@citadel-bigint@@";
   const text = JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? `${marker}${v}` : v));
   return text.replace(new RegExp(`"${marker}(-?[0-9]+)"`, "g"), "$1");
 }
