@@ -15,3 +15,7 @@ export * from "./codecs/actors.js";
 export * from "./codecs/rooms.js";
 export * from "./codecs/services.js";
 export { parseJson, stringifyJson, JsonSyntaxError, type JsonValue } from "./json.js";
+export * from "./transport.js";
+export * from "./client.js";
+export * from "./http.js";
+export * from "./chat.js";
