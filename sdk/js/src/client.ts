@@ -42,6 +42,9 @@ import { decodeRoomId, decodeRoomJoined, decodeRoomReject, encodeRoomCreate, enc
 import { decodeChatEvent, type ChatEvent } from "./codecs/services.js";
 import { parseJson, stringifyJson, type JsonValue } from "./json.js";
 import { ChatEventCursor, ChatEventError } from "./chat.js";
+import { ActorView, IDENTITY_TRANSFORM, type ActorEvent } from "./actors.js";
+import type { ActorTransform } from "./codecs/actors.js";
+import type { TsyncHello } from "./codecs/tsync.js";
 import {
   WebSocketTransport,
   WebTransportTransport,
@@ -478,6 +481,82 @@ export class CitadelClient {
         }
       }),
     );
+  }
+
+  // ---- transform sync and actors (docs/actors-and-sync.md) -------------
+
+  /** The actor view once transform sync is enabled. */
+  actorView: ActorView | null = null;
+  private readonly actorListeners = new Set<(e: ActorEvent) => void>();
+
+  /**
+   * Opts in (kind 7) and resolves with the negotiated codec. From then on
+   * spawns, despawns, roles and snapshots feed `actorView`, and each applied
+   * snapshot is acknowledged (kind 10, unreliable where possible).
+   */
+  async enableTransformSync(opts: { timeoutMs?: number } = {}): Promise<TsyncHello> {
+    if (!this.actorView) {
+      const view = new ActorView();
+      this.actorView = view;
+      this.onAny((env) => {
+        const events = view.handleEnvelope(env);
+        const ack = view.pollAck();
+        if (ack && this.isOpen) {
+          try {
+            this.sendEnvelope(ack, { reliable: false });
+          } catch {
+            /* closing */
+          }
+        }
+        for (const e of events) for (const l of [...this.actorListeners]) l(e);
+      });
+    }
+    const wait = this.waitForKind(7, opts.timeoutMs);
+    this.sendEnvelope(ActorView.helloEnvelope());
+    await wait;
+    return this.actorView.hello!;
+  }
+
+  /** Actor events (negotiated, spawned, despawned, role, snapshot). */
+  onActorEvent(handler: (e: ActorEvent) => void): () => void {
+    this.actorListeners.add(handler);
+    return () => this.actorListeners.delete(handler);
+  }
+
+  /** Announces this client's avatar (kind 16); resolves with its object id. */
+  announceActor(archetypeId: number, transform: ActorTransform = IDENTITY_TRANSFORM, opts: { timeoutMs?: number } = {}): Promise<number> {
+    const view = this.actorView;
+    if (!view) return Promise.reject(new CitadelError("transform_sync_off", "call enableTransformSync() first"));
+    const timeoutMs = opts.timeoutMs ?? this.timeoutMs;
+    return quiet(
+      new Promise<number>((resolve, reject) => {
+        const waiter = { reject: (e: Error) => done(e) };
+        const timer = setTimeout(() => done(new TimeoutError("actor announcement", timeoutMs)), timeoutMs);
+        const off = this.onActorEvent((e) => {
+          if (e.type === "spawned" && e.actor.isLocal) done(null, e.actor.objectId);
+        });
+        const done = (e: Error | null, id?: number): void => {
+          clearTimeout(timer);
+          off();
+          this.waiters.delete(waiter);
+          if (e) reject(e);
+          else resolve(id!);
+        };
+        this.waiters.add(waiter);
+        try {
+          this.sendEnvelope(view.announce(archetypeId, transform));
+        } catch (e) {
+          done(e as Error);
+        }
+      }),
+    );
+  }
+
+  /** Reports the local actor's transform (kind 20, unreliable where possible). */
+  sendActorState(transform: ActorTransform): void {
+    const id = this.actorView?.localObject;
+    if (id === null || id === undefined) throw new CitadelError("no_local_actor", "announceActor() has not completed");
+    this.sendEnvelope(ActorView.stateEnvelope(id, transform), { reliable: false });
   }
 
   // ---- chat (services.md §5) --------------------------------------------

@@ -19,3 +19,5 @@ export * from "./transport.js";
 export * from "./client.js";
 export * from "./http.js";
 export * from "./chat.js";
+export * from "./snapshots.js";
+export * from "./actors.js";
