@@ -136,7 +136,7 @@ function quiet<T>(p: Promise<T>): Promise<T> {
 
 export class CitadelClient {
   /** Resolves once, when the connection closes (never rejects). */
-  readonly closed: Promise<CloseInfo>;
+  readonly whenClosed: Promise<CloseInfo>;
   currentRoom: RoomInfo | null = null;
   /** Participant-visible user id after an authenticated handshake. */
   userId: string | null = null;
@@ -156,7 +156,7 @@ export class CitadelClient {
   ) {
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.diag = opts.diagnostics ?? (() => {});
-    this.closed = new Promise((r) => (this.resolveClosed = r));
+    this.whenClosed = new Promise((r) => (this.resolveClosed = r));
     transport.setHandlers({
       envelope: (env) => this.dispatch(env),
       closed: (info) => this.onClosed(info),
@@ -231,6 +231,16 @@ export class CitadelClient {
 
   get isOpen(): boolean {
     return this.closeInfo === null;
+  }
+
+  /** True once the connection closed (see `whenClosed` and `closeInfo`). */
+  get closed(): boolean {
+    return this.closeInfo !== null;
+  }
+
+  /** Why the connection closed (null while open). */
+  get closedInfo(): CloseInfo | null {
+    return this.closeInfo;
   }
 
   /** Bytes sent and received on this connection. */

@@ -56,7 +56,7 @@ test("token handshake with a session from the HTTP API; a bad token is rejected"
   const rejected = await bad.handshakeToken("cit.access.not-a-real-token");
   assert.equal(rejected.status, sdk.AUTH_STATUS_REJECTED);
   assert.equal(rejected.reasonClass, sdk.AUTH_REASON_AUTH_FAILED);
-  const info = await bad.closed;
+  const info = await bad.whenClosed;
   assert.equal(bad.isOpen, false, `closed after a rejection (${info.reason})`);
   await assert.rejects(bad.callRpc("ping"), sdk.ConnectionClosedError);
 

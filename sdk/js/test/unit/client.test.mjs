@@ -73,7 +73,7 @@ test("closing rejects pending calls with ConnectionClosedError and resolves `clo
   sockets[0].close(4000, "server going away");
   await assert.rejects(pending, (e) => e instanceof sdk.ConnectionClosedError && e.closeCode === 4000);
   await assert.rejects(wait, sdk.ConnectionClosedError);
-  const info = await c.closed;
+  const info = await c.whenClosed;
   assert.equal(info.code, 4000);
   assert.equal(c.isOpen, false);
   assert.throws(() => c.send(100, "x"), sdk.ConnectionClosedError);
@@ -85,7 +85,7 @@ test("a malformed frame closes the connection with MalformedEnvelopeError", asyn
   const pending = c.callRpc("x");
   sockets[0].serverSend(Uint8Array.of(0, 0, 0, 1, 0));
   await assert.rejects(pending, (e) => e instanceof sdk.MalformedEnvelopeError && e.code === "malformed_envelope");
-  const info = await c.closed;
+  const info = await c.whenClosed;
   assert.ok(info.error instanceof sdk.MalformedEnvelopeError);
   assert.equal(c.isOpen, false);
 });
