@@ -18,6 +18,8 @@ var KIND_ROOM_JOIN = 22;
 var KIND_ROOM_JOINED = 23;
 var KIND_ROOM_LEAVE = 24;
 var KIND_ROOM_MAP_READY = 25;
+var KIND_MATCHMAKER_MATCHED = 26;
+var KIND_NOTIFICATION = 27;
 var KIND_CHAT_EVENT = 28;
 var KIND_ROOM_REJECT = 33;
 var AUTH_STATUS_REJECTED = 2;
@@ -711,6 +713,7 @@ function stringifyJson(value) {
 
 // src/codecs/services.ts
 var isU64 = (v) => typeof v === "number" && Number.isInteger(v) && v >= 0 || typeof v === "bigint" && v >= 0n && v < 1n << 64n;
+var isI64 = (v) => typeof v === "number" && Number.isInteger(v) || typeof v === "bigint" && v >= -(1n << 63n) && v < 1n << 63n;
 var isStr = (v) => typeof v === "string";
 var isBool = (v) => typeof v === "boolean";
 var isObj = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -740,6 +743,27 @@ function parseBody(body) {
   }
 }
 var asBig = (v) => BigInt(v);
+var K26 = [
+  ["ticket_id", isStr, true],
+  ["match_id", isU64, true],
+  ["join_token", isStr, true],
+  ["expires_at", isU64, true]
+];
+function decodeMatchmakerMatched(body) {
+  return check(parseBody(body), K26, false, "matched");
+}
+var K27 = [
+  ["id", isStr, true],
+  ["code", isI64, true],
+  ["subject", isStr, true],
+  ["content", () => true, true],
+  ["sender", isStr, true],
+  ["created_at_unix_ms", isU64, true],
+  ["read_at_unix_ms", (v) => v === null || isU64(v), true]
+];
+function decodeNotification(body) {
+  return check(parseBody(body), K27, false, "notification");
+}
 var PRESENCE = [
   ["presence_id", isStr, true],
   ["user_id", isStr, true]
@@ -1753,6 +1777,47 @@ var CitadelClient = class _CitadelClient {
     const id = this.actorView?.localObject;
     if (id === null || id === void 0) throw new CitadelError("no_local_actor", "announceActor() has not completed");
     this.sendEnvelope(ActorView.stateEnvelope(id, transform), { reliable: false });
+  }
+  // ---- notifications and matchmaker (services.md §3, §4) ------------------
+  /** Live kind-27 notifications (deduplicate by `id`: delivery is at least once). */
+  onNotification(handler) {
+    return this.on(KIND_NOTIFICATION, (body) => {
+      try {
+        handler(decodeNotification(body));
+      } catch {
+        this.diag("malformed NOTIFICATION ignored");
+      }
+    });
+  }
+  /** `notifications.list`: newest first; `limit` 1-100 (server default 50). */
+  listNotifications(opts = {}) {
+    return this.callRpcJson("notifications.list", opts);
+  }
+  /** `notifications.mark_read`: returns `{read_ids}` (only ids that changed). */
+  markNotificationsRead(ids) {
+    return this.callRpcJson("notifications.mark_read", { ids });
+  }
+  /** Kind-26 match handoffs. */
+  onMatchmakerMatched(handler) {
+    return this.on(KIND_MATCHMAKER_MATCHED, (body) => {
+      try {
+        handler(decodeMatchmakerMatched(body));
+      } catch {
+        this.diag("malformed MATCHMAKER_MATCHED ignored");
+      }
+    });
+  }
+  addMatchmakerTicket(request) {
+    return this.callRpcJson("matchmaker.add", request);
+  }
+  cancelMatchmakerTicket(ticketId) {
+    return this.callRpcJson("matchmaker.cancel", { ticket_id: ticketId });
+  }
+  getMatchmakerStatus(ticketId) {
+    return this.callRpcJson("matchmaker.status", { ticket_id: ticketId });
+  }
+  acceptMatch(ticketId, joinToken) {
+    return this.callRpcJson("matchmaker.accept", { ticket_id: ticketId, join_token: joinToken });
   }
   // ---- chat (services.md §5) --------------------------------------------
   /** Decoded kind-28 events; malformed ones are ignored. */

@@ -15,6 +15,8 @@ import {
   KIND_AUTH,
   KIND_AUTH_RESULT,
   KIND_CHAT_EVENT,
+  KIND_MATCHMAKER_MATCHED,
+  KIND_NOTIFICATION,
   KIND_POSITION,
   KIND_ROOM_CREATE,
   KIND_ROOM_JOIN,
@@ -39,7 +41,14 @@ import {
 } from "./errors.js";
 import { decodeAuthResult, decodeRpcResponse, encodePosition, encodeRpcRequest } from "./codecs/session.js";
 import { decodeRoomId, decodeRoomJoined, decodeRoomReject, encodeRoomCreate, encodeRoomId, type RoomInfo } from "./codecs/rooms.js";
-import { decodeChatEvent, type ChatEvent } from "./codecs/services.js";
+import {
+  decodeChatEvent,
+  decodeMatchmakerMatched,
+  decodeNotification,
+  type ChatEvent,
+  type MatchmakerMatched,
+  type Notification,
+} from "./codecs/services.js";
 import { parseJson, stringifyJson, type JsonValue } from "./json.js";
 import { ChatEventCursor, ChatEventError } from "./chat.js";
 import { ActorView, IDENTITY_TRANSFORM, type ActorEvent } from "./actors.js";
@@ -567,6 +576,49 @@ export class CitadelClient {
     const id = this.actorView?.localObject;
     if (id === null || id === undefined) throw new CitadelError("no_local_actor", "announceActor() has not completed");
     this.sendEnvelope(ActorView.stateEnvelope(id, transform), { reliable: false });
+  }
+
+  // ---- notifications and matchmaker (services.md §3, §4) ------------------
+
+  /** Live kind-27 notifications (deduplicate by `id`: delivery is at least once). */
+  onNotification(handler: (n: Notification) => void): () => void {
+    return this.on(KIND_NOTIFICATION, (body) => {
+      try {
+        handler(decodeNotification(body));
+      } catch {
+        this.diag("malformed NOTIFICATION ignored");
+      }
+    });
+  }
+  /** `notifications.list`: newest first; `limit` 1-100 (server default 50). */
+  listNotifications(opts: { limit?: number; cursor?: string } = {}): Promise<JsonValue> {
+    return this.callRpcJson("notifications.list", opts);
+  }
+  /** `notifications.mark_read`: returns `{read_ids}` (only ids that changed). */
+  markNotificationsRead(ids: string[]): Promise<JsonValue> {
+    return this.callRpcJson("notifications.mark_read", { ids });
+  }
+  /** Kind-26 match handoffs. */
+  onMatchmakerMatched(handler: (m: MatchmakerMatched) => void): () => void {
+    return this.on(KIND_MATCHMAKER_MATCHED, (body) => {
+      try {
+        handler(decodeMatchmakerMatched(body));
+      } catch {
+        this.diag("malformed MATCHMAKER_MATCHED ignored");
+      }
+    });
+  }
+  addMatchmakerTicket(request: Record<string, unknown>): Promise<JsonValue> {
+    return this.callRpcJson("matchmaker.add", request);
+  }
+  cancelMatchmakerTicket(ticketId: string): Promise<JsonValue> {
+    return this.callRpcJson("matchmaker.cancel", { ticket_id: ticketId });
+  }
+  getMatchmakerStatus(ticketId: string): Promise<JsonValue> {
+    return this.callRpcJson("matchmaker.status", { ticket_id: ticketId });
+  }
+  acceptMatch(ticketId: string, joinToken: string): Promise<JsonValue> {
+    return this.callRpcJson("matchmaker.accept", { ticket_id: ticketId, join_token: joinToken });
   }
 
   // ---- chat (services.md §5) --------------------------------------------

@@ -88,6 +88,8 @@ ${extra}
     httpUrl: `http://127.0.0.1:${http}`,
     wsUrl: `ws://127.0.0.1:${ws}/`,
     wtPort: wt,
+    bin,
+    configPath: path,
     get stderr() {
       return stderr;
     },

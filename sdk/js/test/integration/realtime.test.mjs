@@ -174,3 +174,23 @@ test("actors and snapshots: avatars move for each other and the demo NPC patrols
   assert.ok(rendered.has(idA), "a's avatar is rendered by interpolation");
   assert.ok([...a.actorView.actors.values()].some((act) => act.objectId === idB), "a knows b's avatar");
 });
+
+test("notifications: list and mark read through the wrappers; guests are refused", async () => {
+  const { execFile } = await import("node:child_process");
+  const { promisify } = await import("node:util");
+  const { pair } = await register();
+  await promisify(execFile)(node.bin, [
+    "notification", "send", pair.user_id, "--code", "7", "--subject", "Reward", "--content", '{"coins":100}', "--config", node.configPath,
+  ]);
+  const c = await connect();
+  await c.handshakeToken(pair.token);
+  const listed = await c.listNotifications({ limit: 10 });
+  assert.equal(listed.notifications.length, 1);
+  const n = listed.notifications[0];
+  assert.equal(n.subject, "Reward");
+  assert.equal(n.read_at_unix_ms, null);
+  assert.deepEqual((await c.markNotificationsRead([n.id])).read_ids, [n.id]);
+  assert.deepEqual((await c.markNotificationsRead([n.id])).read_ids, [], "idempotent");
+  const g = await guest();
+  await assert.rejects(g.listNotifications(), (e) => e instanceof sdk.RpcError && e.serverMessage === "authentication required");
+});
