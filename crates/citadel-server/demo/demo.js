@@ -965,7 +965,6 @@ var WebTransportTransport = class _WebTransportTransport extends BaseTransport {
     this.datagrams = datagrams;
     this.kind = "webtransport";
     this.hasDatagrams = true;
-    this.writeChain = Promise.resolve();
   }
   static async open(url, impl, hashes, timeoutMs) {
     let wt;
@@ -1050,7 +1049,7 @@ var WebTransportTransport = class _WebTransportTransport extends BaseTransport {
     if (this.finished) throw new ConnectionClosedError("send on a closed connection");
     const frame = env.encodeFrame();
     this.bytesSent += frame.length;
-    this.writeChain = this.writeChain.then(() => this.reliable.write(frame)).catch(() => {
+    this.reliable.write(frame).catch(() => {
     });
   }
   sendUnreliable(env) {

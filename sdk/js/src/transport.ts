@@ -188,7 +188,6 @@ export interface CertificateHash {
 export class WebTransportTransport extends BaseTransport implements Transport {
   readonly kind = "webtransport" as const;
   readonly hasDatagrams = true;
-  private writeChain: Promise<void> = Promise.resolve();
   private constructor(
     private readonly wt: WebTransportLike,
     private readonly reliable: WritableStreamDefaultWriter<Uint8Array>,
@@ -290,7 +289,9 @@ export class WebTransportTransport extends BaseTransport implements Transport {
     if (this.finished) throw new ConnectionClosedError("send on a closed connection");
     const frame = env.encodeFrame();
     this.bytesSent += frame.length;
-    this.writeChain = this.writeChain.then(() => this.reliable.write(frame)).catch(() => {});
+    // The writer queues chunks in order; awaiting each write would add the
+    // peer's acknowledgement delay to every frame.
+    this.reliable.write(frame).catch(() => {});
   }
 
   sendUnreliable(env: Envelope): void {
