@@ -130,3 +130,28 @@ test("the guest handshake sends an empty KIND_AUTH and decodes the result", asyn
   assert.deepEqual(await hs, { status: 1, userId: null, reasonClass: null });
   c.close();
 });
+
+test("connectAuto falls back to WebSocket when WebTransport fails before ready", async () => {
+  const { FakeWs } = fakeSocket();
+  const tried = [];
+  class FailingWt {
+    constructor(url, opts) {
+      tried.push({ url, opts });
+      this.ready = Promise.reject(new Error("handshake failed"));
+      this.ready.catch(() => {});
+      this.closed = new Promise(() => {});
+    }
+    close() {}
+  }
+  const lines = [];
+  const c = await sdk.CitadelClient.connectAuto(
+    { webTransportUrl: "https://127.0.0.1:1/citadel", serverCertificateHashBase64: Buffer.alloc(32, 7).toString("base64"), webSocketUrl: "ws://fake/" },
+    { WebSocket: FakeWs, WebTransport: FailingWt, diagnostics: (l) => lines.push(l) },
+  );
+  assert.equal(c.transportKind, "websocket");
+  assert.equal(tried.length, 1);
+  assert.equal(tried[0].opts.serverCertificateHashes[0].value.length, 32, "the base64 pin is decoded");
+  assert.ok(lines.some((l) => l.includes("falling back")));
+  c.close();
+  await assert.rejects(sdk.CitadelClient.connectAuto({ webTransportUrl: "https://x/" }, { WebTransport: FailingWt }), sdk.ConnectionClosedError);
+});
