@@ -31,6 +31,29 @@ citadel.on_leave(function(ctx)
     citadel.log("participant " .. ctx.sender .. " left")
 end)
 
+-- Demo arena (GET /demo, docs/demo.md): a patrolling NPC in each demo room.
+-- A demo page sends DEMO_HELLO (kind 150, body = its room name) after it
+-- joined; the first hello from a room whose name starts with "demo" spawns
+-- one server-owned NPC there that walks a rectangle on the server tick.
+-- At most MAX_DEMO_ROOMS rooms get one (the table never grows past that).
+local DEMO_HELLO = 150
+local MAX_DEMO_ROOMS = 256
+local demo_npcs = {}
+local demo_rooms = 0
+
+citadel.on_message(DEMO_HELLO, function(ctx, body)
+    local room = ctx.room_id
+    if room == nil or demo_npcs[room] ~= nil then return end
+    if string.sub(body, 1, 4) ~= "demo" or demo_rooms >= MAX_DEMO_ROOMS then return end
+    demo_npcs[room] = citadel.spawn_actor{
+        archetype = 1, x = -600, y = -350, z = 0, room = room,
+        ai = "patrol", speed = 250,
+        waypoints = { {-600, -350, 0}, {600, -350, 0}, {600, 350, 0}, {-600, 350, 0} },
+    }
+    demo_rooms = demo_rooms + 1
+    citadel.log("demo NPC " .. demo_npcs[room] .. " patrols room " .. room)
+end)
+
 -- Everything below is a commented example of the remaining hooks and host
 -- functions. Uncomment what your game needs.
 
@@ -76,4 +99,4 @@ end)
 -- end)
 
 -- Logging: citadel.log(message [, level]) with level trace/debug/info/warn/error.
-citadel.log("default game loaded: ping, echo")
+citadel.log("default game loaded: ping, echo, demo NPC")

@@ -305,13 +305,47 @@ impl Default for ServerConfig {
 pub struct HttpConfig {
     /// Listen address.
     pub bind: String,
+    /// Origins allowed to call the `/v1` API from a browser (CORS): `"*"`
+    /// (default: tokens travel in headers, never cookies), exact origins
+    /// such as `"https://game.example"`, or empty for no CORS headers.
+    pub cors_allowed_origins: Vec<String>,
 }
+
+/// Most entries in `http.cors_allowed_origins`.
+pub const MAX_CORS_ORIGINS: usize = 64;
 
 impl Default for HttpConfig {
     fn default() -> Self {
         HttpConfig {
             bind: "127.0.0.1:7350".into(),
+            cors_allowed_origins: vec!["*".into()],
         }
+    }
+}
+
+impl HttpConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        const KEY: &str = "http.cors_allowed_origins";
+        if self.cors_allowed_origins.len() > MAX_CORS_ORIGINS {
+            return Err(invalid(KEY, "lists more than 64 origins"));
+        }
+        for origin in &self.cors_allowed_origins {
+            let scheme_ok = origin.starts_with("http://") || origin.starts_with("https://");
+            let host = origin.split_once("://").map_or("", |(_, h)| h);
+            let well_formed = origin == "*"
+                || (scheme_ok
+                    && !host.is_empty()
+                    && !host.contains('/')
+                    && origin.len() <= 256
+                    && origin.bytes().all(|b| b.is_ascii_graphic()));
+            if !well_formed {
+                return Err(invalid(
+                    KEY,
+                    "entries must be \"*\" or an origin like \"https://game.example:8443\" (no path)",
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -429,7 +463,11 @@ pub struct DatagramTransportConfig {
     pub outbound_queue_max_bytes: usize,
     /// Most bytes the writer puts on one server-opened stream (one batch).
     pub max_coalesced_bytes: usize,
-    /// Streams a client may have open at once (per direction kind).
+    /// Streams a client may have open at once (per direction kind). High
+    /// enough for browser clients that open one unidirectional stream per
+    /// reliable envelope (hundreds of concurrent RPCs); the bytes those
+    /// streams can make the server hold stay bounded by the connection
+    /// receive window (4 MiB), whatever the count.
     pub max_client_streams: u32,
     /// Close a connection silent for this long (QUIC idle timeout).
     pub idle_timeout_ms: u64,
@@ -455,7 +493,7 @@ impl DatagramTransportConfig {
             unreliable_queue_capacity: 256,
             outbound_queue_max_bytes: 4 * 1024 * 1024,
             max_coalesced_bytes: 64 * 1024,
-            max_client_streams: 64,
+            max_client_streams: 1024,
             idle_timeout_ms: 30_000,
             keep_alive_interval_ms: 10_000,
             datagram_send_buffer_bytes: 256 * 1024,
@@ -857,6 +895,7 @@ impl Config {
         self.friends.validate()?;
         self.groups.validate()?;
         parse_addr("http.bind", &self.http.bind)?;
+        self.http.validate()?;
         parse_addr("transport.websocket.bind", &self.transport.websocket.bind)?;
         self.transport.quic.validate("quic", QUIC_DEFAULT_BIND)?;
         self.transport
@@ -1274,6 +1313,14 @@ mod tests {
             (
                 "[transport.quic]\nmax_client_streams = 0\n",
                 "transport.quic.max_client_streams",
+            ),
+            (
+                "[http]\ncors_allowed_origins = [\"https://game.example/path\"]\n",
+                "http.cors_allowed_origins",
+            ),
+            (
+                "[http]\ncors_allowed_origins = [\"game.example\"]\n",
+                "http.cors_allowed_origins",
             ),
             (
                 "[transport.quic]\ndatagram_send_buffer_bytes = 1000\n",

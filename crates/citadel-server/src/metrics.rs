@@ -221,7 +221,8 @@ pub struct Metrics {
     pub connections_total: AtomicU64,
     /// Authenticated participants online.
     pub participants: AtomicI64,
-    /// Envelopes received from clients (after framing).
+    /// Envelopes received from clients (after framing; reliable frames and
+    /// datagrams alike, as `envelopes_out` counts both).
     pub envelopes_in: AtomicU64,
     /// Envelopes written to clients.
     pub envelopes_out: AtomicU64,

@@ -78,6 +78,8 @@ pub struct NodeShared {
     tls: RwLock<Option<Arc<TlsIdentity>>>,
     /// Bound WebTransport address (for `GET /v1/webtransport`).
     pub webtransport_addr: Option<SocketAddr>,
+    /// Bound WebSocket address (for the `/demo` page).
+    pub websocket_addr: Option<SocketAddr>,
 }
 
 impl std::fmt::Debug for NodeShared {
@@ -205,6 +207,10 @@ impl NodeBuilder {
             Some(endpoint) => Some(endpoint.local_addr()?),
             None => None,
         };
+        let websocket_addr = match &ws_listener {
+            Some(listener) => Some(listener.local_addr()?),
+            None => None,
+        };
         let places = Arc::new(Places::default());
         let router: Arc<dyn Router> = Arc::new(LocalRouter::new(places.clone()));
         let realm = Arc::new(Realm::new(
@@ -290,6 +296,7 @@ impl NodeBuilder {
             started: Instant::now(),
             tls: RwLock::new(tls),
             webtransport_addr,
+            websocket_addr,
             config,
         });
         let http_addr = http_listener.local_addr()?;

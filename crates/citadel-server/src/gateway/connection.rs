@@ -180,8 +180,14 @@ impl Connection {
     }
 
     /// Handles an unreliable (datagram) envelope: dropped before the
-    /// handshake; KIND_AUTH on this path is a protocol violation.
+    /// handshake; KIND_AUTH on this path is a protocol violation. Counted in
+    /// `envelopes_in` like reliable ones (outbound datagrams are counted in
+    /// `envelopes_out`).
     pub async fn handle_datagram(&mut self, envelope: Envelope) -> Flow {
+        self.deps
+            .metrics
+            .envelopes_in
+            .fetch_add(1, Ordering::Relaxed);
         match self.phase {
             Phase::Live(_) if envelope.kind == KIND_AUTH => {
                 self.reject_duplicate_auth();

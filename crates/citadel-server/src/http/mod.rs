@@ -1,6 +1,7 @@
 //! The HTTP listener: operations endpoints (`ops`), the player API for
 //! accounts and sessions (`auth`), the WebTransport discovery route
-//! (`webtransport`), with one error type mapped to the
+//! (`webtransport`), the browser demo (`demo`), CORS for `/v1` (`cors`),
+//! with one error type mapped to the
 //! `{code, message}` body in one place (`error`).
 //!
 //! What it is not: no realtime traffic (that is the WebSocket, QUIC and
@@ -8,6 +9,8 @@
 //! Every request counts toward `http_requests_total`.
 
 mod auth;
+mod cors;
+mod demo;
 mod error;
 mod ops;
 mod webtransport;
@@ -42,6 +45,11 @@ pub fn router(shared: Arc<NodeShared>) -> Router {
     ops::routes()
         .merge(auth::routes())
         .merge(webtransport::routes())
+        .merge(demo::routes())
         .fallback(ops::not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            shared.clone(),
+            cors::layer,
+        ))
         .with_state(shared)
 }

@@ -1,6 +1,7 @@
 //! `GET /v1/webtransport`: what a browser page needs to open a WebTransport
 //! session without a trusted CA — the session URL and the SHA-256 of the
-//! certificate in use (for `serverCertificateHashes`; browsers accept it
+//! certificate in use, in hex (`value`) and standard base64 (`base64`), for
+//! `serverCertificateHashes` (browsers accept it
 //! only for certificates valid under 14 days, i.e. the development
 //! certificate, which is renewed while the node runs).
 //!
@@ -15,6 +16,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::get;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use serde_json::json;
 
 use crate::node::NodeShared;
@@ -43,6 +46,7 @@ async fn webtransport(State(shared): State<Arc<NodeShared>>) -> Response {
         "certificate_hash": {
             "algorithm": "sha-256",
             "value": tls.leaf_sha256_hex(),
+            "base64": STANDARD.encode(tls.leaf_sha256),
         },
         "development_certificate": tls.dev_not_after.is_some(),
     }))
