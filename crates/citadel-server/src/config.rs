@@ -297,18 +297,34 @@ impl Default for ServerConfig {
     }
 }
 
-/// `[http]`: the HTTP listener (`/health`, `/status`, `/metrics`).
+/// `[http]`: the HTTP listener (`/health`, `/status`, `/metrics`, `/v1`)
+/// and the bounds that keep one client from holding it (docs/operations.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HttpConfig {
     /// Listen address.
     pub bind: String,
+    /// A connection whose request head (request line and headers) is not
+    /// complete this long after the connection opened, or after the first
+    /// byte of a later request, is closed.
+    pub header_read_timeout_ms: u64,
+    /// A keep-alive connection with no request for this long is closed.
+    pub keep_alive_timeout_ms: u64,
+    /// Open HTTP connections; past it new ones are closed at once.
+    pub max_connections: usize,
+    /// Open HTTP connections from one source address (0 = no cap; behind a
+    /// reverse proxy every connection comes from the proxy).
+    pub max_connections_per_ip: usize,
 }
 
 impl Default for HttpConfig {
     fn default() -> Self {
         HttpConfig {
             bind: "127.0.0.1:7350".into(),
+            header_read_timeout_ms: 10_000,
+            keep_alive_timeout_ms: 60_000,
+            max_connections: 4_096,
+            max_connections_per_ip: 256,
         }
     }
 }
@@ -616,6 +632,10 @@ impl Default for AuthConfig {
 pub struct LimitsConfig {
     /// Open realtime connections (including ones still handshaking).
     pub max_connections: usize,
+    /// Open realtime connections from one source address, over WebSocket,
+    /// QUIC and WebTransport together (0 = no cap: players behind one
+    /// carrier-grade NAT share an address).
+    pub max_connections_per_ip: usize,
     /// Largest inbound frame a client may send (≤ 8 MiB); larger closes it.
     pub max_inbound_frame_bytes: usize,
     /// Sustained inbound envelopes per second per connection.
@@ -632,6 +652,7 @@ impl Default for LimitsConfig {
     fn default() -> Self {
         LimitsConfig {
             max_connections: 10_000,
+            max_connections_per_ip: 0,
             max_inbound_frame_bytes: 1024 * 1024,
             messages_per_second: 200,
             message_burst: 400,
@@ -854,6 +875,18 @@ impl Config {
         self.notifications.validate()?;
         self.friends.validate()?;
         parse_addr("http.bind", &self.http.bind)?;
+        let http = &self.http;
+        at_least(
+            "http.header_read_timeout_ms",
+            http.header_read_timeout_ms as usize,
+            1,
+        )?;
+        at_least(
+            "http.keep_alive_timeout_ms",
+            http.keep_alive_timeout_ms as usize,
+            1,
+        )?;
+        at_least("http.max_connections", http.max_connections, 1)?;
         parse_addr("transport.websocket.bind", &self.transport.websocket.bind)?;
         self.transport.quic.validate("quic", QUIC_DEFAULT_BIND)?;
         self.transport
