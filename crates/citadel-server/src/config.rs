@@ -1357,6 +1357,31 @@ mod tests {
     }
 
     #[test]
+    fn connection_limits_have_defaults_and_are_checked() {
+        let c = load("", &[]).unwrap();
+        assert_eq!(c.http.header_read_timeout_ms, 10_000);
+        assert_eq!(c.http.max_connections_per_ip, 256);
+        assert_eq!(c.transport.limits.max_connections_per_ip, 0);
+        let c = load(
+            "[http]\nmax_connections_per_ip = 0\n[transport.limits]\nmax_connections_per_ip = 8\n",
+            &[("CITADEL_HTTP_MAX_CONNECTIONS", "64")],
+        )
+        .unwrap();
+        assert_eq!(c.http.max_connections, 64);
+        assert_eq!(c.http.max_connections_per_ip, 0);
+        assert_eq!(c.transport.limits.max_connections_per_ip, 8);
+        for bad in [
+            "[http]\nmax_connections = 0\n",
+            "[http]\nheader_read_timeout_ms = 0\n",
+            "[http]\nkeep_alive_timeout_ms = 0\n",
+        ] {
+            let err = load(bad, &[]).unwrap_err().to_string();
+            let key = bad.lines().nth(1).unwrap().split(' ').next().unwrap();
+            assert!(err.contains(&format!("http.{key}")), "{err}");
+        }
+    }
+
+    #[test]
     fn env_overrides_file_and_aliases_work() {
         let c = load(
             "[transport.auth]\nallow_guests = true\n",

@@ -363,6 +363,33 @@ async fn a_body_declared_as_100_mib_is_answered_400_unread() {
     node.wait().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_request_head_is_refused_not_buffered() {
+    let node = start(test_config()).await;
+    let mut stream = connect_from(SOURCE_A, node.http_addr).await;
+    let filler = "a".repeat(1024);
+    let mut head = String::from("GET /health HTTP/1.1\r\nHost: x\r\n");
+    for i in 0..64 {
+        head.push_str(&format!("X-Filler-{i}: {filler}\r\n"));
+    }
+    head.push_str("\r\n");
+    // The server may stop reading (and close) before the whole head is sent.
+    let _ = stream.write_all(head.as_bytes()).await;
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(STEP, stream.read_to_end(&mut out))
+        .await
+        .expect("answered or closed in time");
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        text.is_empty() || text.starts_with("HTTP/1.1 431"),
+        "a 64 KiB head is not served: {text}"
+    );
+    let (code, _) = common::http_get(&node, "/health").await;
+    assert_eq!(code, 200);
+    node.shutdown();
+    node.wait().await;
+}
+
 async fn ws_guest_from(node: &citadel_server::RunningNode, from: Ipv4Addr) -> Option<WsClient> {
     let stream = connect_from(from, node.ws_addr.unwrap()).await;
     let mut client = WsClient::connect_over(stream, &node.ws_url().unwrap())

@@ -39,6 +39,12 @@ use crate::conn_limits::{AcceptBackoff, AddressLimit, AddressPermit};
 use crate::metrics::{Metrics, RefuseReason};
 use crate::node::NodeShared;
 
+/// The most one connection buffers while reading (the request head must
+/// fit; a longer head is answered 431). Bounds the memory of
+/// `http.max_connections` slow clients to this many bytes each instead of
+/// hyper's ~400 KiB default.
+pub const MAX_READ_BUFFER_BYTES: usize = 32 * 1024;
+
 /// Accepts HTTP connections until shutdown, then waits for the open ones.
 pub async fn serve(listener: TcpListener, shared: Arc<NodeShared>, app: Router) {
     let cfg = &shared.config.http;
@@ -145,6 +151,7 @@ async fn serve_connection(
     // off (it would also need a timer and cannot tell idle from slow).
     let connection = hyper::server::conn::http1::Builder::new()
         .header_read_timeout(None)
+        .max_buf_size(MAX_READ_BUFFER_BYTES)
         .serve_connection(io, service);
     tokio::pin!(connection);
     let mut grace_end: Option<Instant> = None;
