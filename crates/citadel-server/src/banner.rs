@@ -1,5 +1,6 @@
-//! The startup banner printed to stdout: version, node id, and the URLs of
-//! every listener. Never includes secrets.
+//! The startup banner printed to stdout: version, node id, the URLs of
+//! every listener, and notes such as the file descriptor budget
+//! ([`crate::fdlimit::FdReport::banner_lines`]). Never includes secrets.
 
 use crate::config::{Config, ConfigSource};
 
@@ -14,8 +15,14 @@ pub struct Listeners<'a> {
     pub webtransport: Option<&'a str>,
 }
 
-/// Renders the boxed banner.
-pub fn render(config: &Config, source: &ConfigSource, http: &str, listeners: Listeners) -> String {
+/// Renders the boxed banner; `notes` are appended after the URLs.
+pub fn render(
+    config: &Config,
+    source: &ConfigSource,
+    http: &str,
+    listeners: Listeners,
+    notes: &[String],
+) -> String {
     let ws = listeners.ws;
     let mut lines = vec![
         format!("Citadel {}", env!("CARGO_PKG_VERSION")),
@@ -43,6 +50,10 @@ pub fn render(config: &Config, source: &ConfigSource, http: &str, listeners: Lis
         lines.push(format!("WebTrans. {wt}"));
         lines.push(format!("WT cert   http://{http}/v1/webtransport"));
     }
+    if !notes.is_empty() {
+        lines.push(String::new());
+        lines.extend(notes.iter().cloned());
+    }
     let width = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0) + 2;
     let mut out = format!("╭{}╮\n", "─".repeat(width));
     for line in lines {
@@ -68,7 +79,9 @@ mod tests {
                 quic: Some("127.0.0.1:7351"),
                 webtransport: Some("https://127.0.0.1:7353/citadel"),
             },
+            &["Files     limit 1024, caps need 14234".to_owned()],
         );
+        assert!(text.contains("Files     limit 1024"));
         assert!(text.contains("QUIC      127.0.0.1:7351"));
         assert!(text.starts_with('╭') && text.ends_with('╯'));
         assert!(text.contains("ws://127.0.0.1:7352/"));

@@ -299,7 +299,8 @@ impl Default for ServerConfig {
     }
 }
 
-/// `[http]`: the HTTP listener (`/health`, `/status`, `/metrics`).
+/// `[http]`: the HTTP listener (`/health`, `/status`, `/metrics`, `/v1`)
+/// and the bounds that keep one client from holding it (docs/operations.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HttpConfig {
@@ -309,6 +310,17 @@ pub struct HttpConfig {
     /// (default: tokens travel in headers, never cookies), exact origins
     /// such as `"https://game.example"`, or empty for no CORS headers.
     pub cors_allowed_origins: Vec<String>,
+    /// A connection whose request head (request line and headers) is not
+    /// complete this long after the connection opened, or after the first
+    /// byte of a later request, is closed.
+    pub header_read_timeout_ms: u64,
+    /// A keep-alive connection with no request for this long is closed.
+    pub keep_alive_timeout_ms: u64,
+    /// Open HTTP connections; past it new ones are closed at once.
+    pub max_connections: usize,
+    /// Open HTTP connections from one source address (0 = no cap; behind a
+    /// reverse proxy every connection comes from the proxy).
+    pub max_connections_per_ip: usize,
 }
 
 /// Most entries in `http.cors_allowed_origins`.
@@ -319,6 +331,10 @@ impl Default for HttpConfig {
         HttpConfig {
             bind: "127.0.0.1:7350".into(),
             cors_allowed_origins: vec!["*".into()],
+            header_read_timeout_ms: 10_000,
+            keep_alive_timeout_ms: 60_000,
+            max_connections: 4_096,
+            max_connections_per_ip: 256,
         }
     }
 }
@@ -656,6 +672,10 @@ impl Default for AuthConfig {
 pub struct LimitsConfig {
     /// Open realtime connections (including ones still handshaking).
     pub max_connections: usize,
+    /// Open realtime connections from one source address, over WebSocket,
+    /// QUIC and WebTransport together (0 = no cap: players behind one
+    /// carrier-grade NAT share an address).
+    pub max_connections_per_ip: usize,
     /// Largest inbound frame a client may send (≤ 8 MiB); larger closes it.
     pub max_inbound_frame_bytes: usize,
     /// Sustained inbound envelopes per second per connection.
@@ -672,6 +692,7 @@ impl Default for LimitsConfig {
     fn default() -> Self {
         LimitsConfig {
             max_connections: 10_000,
+            max_connections_per_ip: 0,
             max_inbound_frame_bytes: 1024 * 1024,
             messages_per_second: 200,
             message_burst: 400,
@@ -896,6 +917,18 @@ impl Config {
         self.groups.validate()?;
         parse_addr("http.bind", &self.http.bind)?;
         self.http.validate()?;
+        let http = &self.http;
+        at_least(
+            "http.header_read_timeout_ms",
+            http.header_read_timeout_ms as usize,
+            1,
+        )?;
+        at_least(
+            "http.keep_alive_timeout_ms",
+            http.keep_alive_timeout_ms as usize,
+            1,
+        )?;
+        at_least("http.max_connections", http.max_connections, 1)?;
         parse_addr("transport.websocket.bind", &self.transport.websocket.bind)?;
         self.transport.quic.validate("quic", QUIC_DEFAULT_BIND)?;
         self.transport
@@ -1371,6 +1404,31 @@ mod tests {
         }
         let c = load("", &[("CITADEL_RUNTIME_TICK_HZ", "20")]).unwrap();
         assert_eq!(c.runtime.tick_hz, 20);
+    }
+
+    #[test]
+    fn connection_limits_have_defaults_and_are_checked() {
+        let c = load("", &[]).unwrap();
+        assert_eq!(c.http.header_read_timeout_ms, 10_000);
+        assert_eq!(c.http.max_connections_per_ip, 256);
+        assert_eq!(c.transport.limits.max_connections_per_ip, 0);
+        let c = load(
+            "[http]\nmax_connections_per_ip = 0\n[transport.limits]\nmax_connections_per_ip = 8\n",
+            &[("CITADEL_HTTP_MAX_CONNECTIONS", "64")],
+        )
+        .unwrap();
+        assert_eq!(c.http.max_connections, 64);
+        assert_eq!(c.http.max_connections_per_ip, 0);
+        assert_eq!(c.transport.limits.max_connections_per_ip, 8);
+        for bad in [
+            "[http]\nmax_connections = 0\n",
+            "[http]\nheader_read_timeout_ms = 0\n",
+            "[http]\nkeep_alive_timeout_ms = 0\n",
+        ] {
+            let err = load(bad, &[]).unwrap_err().to_string();
+            let key = bad.lines().nth(1).unwrap().split(' ').next().unwrap();
+            assert!(err.contains(&format!("http.{key}")), "{err}");
+        }
     }
 
     #[test]

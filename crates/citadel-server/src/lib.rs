@@ -17,7 +17,9 @@
 //! | [`realm`] | rooms, the default dimension, room policy |
 //! | [`rpc`] | method registry with reserved built-in namespaces |
 //! | [`runtime`] | embedded Lua: hooks, host functions, budgets, hot reload |
-//! | [`http`] | `/health`, `/status`, `/metrics` |
+//! | [`http`] | `/health`, `/status`, `/metrics`, `/v1`; its accept loop and connection bounds |
+//! | [`conn_limits`] | per-address connection caps, accept backoff on descriptor exhaustion |
+//! | [`fdlimit`] | `RLIMIT_NOFILE` raised at start and checked against the caps |
 //! | [`metrics`] | counters, drop and close reasons |
 //! | [`node`] | wiring, listeners, shutdown |
 //!
@@ -31,6 +33,8 @@
 pub mod actors;
 pub mod banner;
 pub mod config;
+pub mod conn_limits;
+pub mod fdlimit;
 pub mod gateway;
 pub mod http;
 pub mod metrics;

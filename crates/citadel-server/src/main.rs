@@ -296,6 +296,9 @@ async fn serve(config: Config, source: ConfigSource) -> anyhow::Result<()> {
     // Install the handlers before anything is announced, so a signal that
     // arrives right after the banner is never the default (kill) action.
     let mut signals = Signals::install()?;
+    // Before any listener opens: the soft descriptor limit goes up to the
+    // hard one, and a budget the limit cannot cover is logged and shown.
+    let descriptors = citadel_server::fdlimit::prepare(&config);
     let node = NodeBuilder::new(config.clone()).start().await?;
     let ws = node.ws_addr.map(|a| a.to_string());
     let quic = node.quic_url();
@@ -306,7 +309,13 @@ async fn serve(config: Config, source: ConfigSource) -> anyhow::Result<()> {
         webtransport: webtransport.as_deref(),
     };
     // A closed stdout (a supervisor that stopped reading) must not stop the node.
-    let banner = banner::render(&config, &source, &node.http_addr.to_string(), listeners);
+    let banner = banner::render(
+        &config,
+        &source,
+        &node.http_addr.to_string(),
+        listeners,
+        &descriptors.banner_lines(),
+    );
     let _ = writeln!(std::io::stdout(), "{banner}").and_then(|()| std::io::stdout().flush());
     tracing::info!(node_id = %config.server.node_id, http = %node.http_addr, "serving");
     signals.next().await;

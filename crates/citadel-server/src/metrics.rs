@@ -201,6 +201,37 @@ reasons!(
     }
 );
 
+reasons!(
+    /// Why a listener turned a connection away, or closed it before it
+    /// sent a complete request (docs/operations.md).
+    RefuseReason {
+        /// `http.max_connections` reached: closed at accept.
+        HttpMaxConnections => "http_max_connections",
+        /// `http.max_connections_per_ip` reached for the source address.
+        HttpPerAddress => "http_per_address",
+        /// The request head did not arrive within `http.header_read_timeout_ms`.
+        HttpHeaderTimeout => "http_header_timeout",
+        /// `transport.limits.max_connections` reached (also counted as the
+        /// `server_full` close).
+        RealtimeMaxConnections => "realtime_max_connections",
+        /// `transport.limits.max_connections_per_ip` reached for the source
+        /// address: closed at accept (WebSocket) or refused before the
+        /// handshake (QUIC, WebTransport).
+        RealtimePerAddress => "realtime_per_address",
+    }
+);
+
+reasons!(
+    /// Failed `accept` calls on the TCP listeners (HTTP, WebSocket).
+    AcceptError {
+        /// EMFILE or ENFILE: the process or the system is out of file
+        /// descriptors; the accept loop backs off.
+        DescriptorsExhausted => "descriptors_exhausted",
+        /// Any other accept error.
+        Other => "other",
+    }
+);
+
 /// Handshake outcomes, counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HandshakeOutcome {
@@ -242,6 +273,13 @@ pub struct Metrics {
     pub rpc_errors: AtomicU64,
     /// HTTP requests served.
     pub http_requests: AtomicU64,
+    /// Open HTTP connections.
+    pub http_connections_open: AtomicI64,
+    /// HTTP keep-alive connections closed after `http.keep_alive_timeout_ms`
+    /// without a request.
+    pub http_keep_alive_closes: AtomicU64,
+    refused: [AtomicU64; RefuseReason::ALL.len()],
+    accept_errors: [AtomicU64; AcceptError::ALL.len()],
     drops: [AtomicU64; DropReason::ALL.len()],
     closes: [AtomicU64; CloseReason::ALL.len()],
     runtime: [AtomicU64; RuntimeEvent::ALL.len()],
@@ -339,6 +377,52 @@ impl Metrics {
             .collect::<serde_json::Map<_, _>>()
             .into()
     }
+    /// Counts a refused connection.
+    pub fn refused(&self, reason: RefuseReason) {
+        if let Some(c) = self.refused.get(index_of(RefuseReason::ALL, &reason)) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    /// Refused connections so far for `reason`.
+    pub fn refusals(&self, reason: RefuseReason) -> u64 {
+        self.refused
+            .get(index_of(RefuseReason::ALL, &reason))
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+    /// Refused connections by reason, as a JSON object.
+    pub fn refused_json(&self) -> serde_json::Value {
+        RefuseReason::ALL
+            .iter()
+            .map(|r| (r.label().to_owned(), serde_json::json!(self.refusals(*r))))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    }
+    /// Counts a failed accept.
+    pub fn accept_failed(&self, error: AcceptError) {
+        if let Some(c) = self.accept_errors.get(index_of(AcceptError::ALL, &error)) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    /// Failed accepts so far of this kind.
+    pub fn accept_errors(&self, error: AcceptError) -> u64 {
+        self.accept_errors
+            .get(index_of(AcceptError::ALL, &error))
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+    /// Failed accepts by kind, as a JSON object.
+    pub fn accept_errors_json(&self) -> serde_json::Value {
+        AcceptError::ALL
+            .iter()
+            .map(|e| {
+                (
+                    e.label().to_owned(),
+                    serde_json::json!(self.accept_errors(*e)),
+                )
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    }
+
     /// Counts a handshake outcome.
     pub fn handshake(&self, outcome: HandshakeOutcome) {
         let c = match outcome {
@@ -441,6 +525,42 @@ impl Metrics {
             "HTTP requests served.",
             load(&self.http_requests),
         );
+        gauge(
+            &mut out,
+            "citadel_http_connections_open",
+            "Open HTTP connections.",
+            self.http_connections_open.load(Ordering::Relaxed),
+        );
+        counter(
+            &mut out,
+            "citadel_http_keep_alive_closes_total",
+            "HTTP keep-alive connections closed for idleness.",
+            load(&self.http_keep_alive_closes),
+        );
+        let _ = writeln!(
+            out,
+            "# HELP citadel_connections_refused_total Connections turned away by a limit, by reason.\n# TYPE citadel_connections_refused_total counter"
+        );
+        for r in RefuseReason::ALL {
+            let _ = writeln!(
+                out,
+                "citadel_connections_refused_total{{reason=\"{}\"}} {}",
+                r.label(),
+                self.refusals(*r)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP citadel_accept_errors_total Failed accepts on the TCP listeners, by kind.\n# TYPE citadel_accept_errors_total counter"
+        );
+        for e in AcceptError::ALL {
+            let _ = writeln!(
+                out,
+                "citadel_accept_errors_total{{reason=\"{}\"}} {}",
+                e.label(),
+                self.accept_errors(*e)
+            );
+        }
         let _ = writeln!(
             out,
             "# HELP citadel_handshakes_total Realtime handshakes by outcome.\n# TYPE citadel_handshakes_total counter"
@@ -519,11 +639,19 @@ mod tests {
         assert_eq!(m.closes.len(), CloseReason::ALL.len());
         assert_eq!(m.runtime.len(), RuntimeEvent::ALL.len());
         assert_eq!(m.services.len(), ServiceEvent::ALL.len());
+        assert_eq!(m.refused.len(), RefuseReason::ALL.len());
+        assert_eq!(m.accept_errors.len(), AcceptError::ALL.len());
+        m.refused(RefuseReason::HttpPerAddress);
+        m.accept_failed(AcceptError::DescriptorsExhausted);
+        assert_eq!(m.refusals(RefuseReason::HttpPerAddress), 1);
+        assert_eq!(m.refusals(RefuseReason::HttpHeaderTimeout), 0);
         m.dropped(DropReason::ConnectionClosed);
         m.closed(CloseReason::TransportError);
         assert_eq!(m.drops(DropReason::ConnectionClosed), 1);
         assert_eq!(m.closes(CloseReason::TransportError), 1);
         let text = m.render_prometheus(0);
         assert!(text.contains("citadel_drops_total{reason=\"connection_closed\"} 1"));
+        assert!(text.contains("citadel_connections_refused_total{reason=\"http_per_address\"} 1"));
+        assert!(text.contains("citadel_accept_errors_total{reason=\"descriptors_exhausted\"} 1"));
     }
 }

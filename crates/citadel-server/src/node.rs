@@ -21,6 +21,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::actors::TransformHub;
 use crate::config::Config;
+use crate::conn_limits::AddressLimit;
 use crate::gateway::connection::{ConnectionDeps, ParticipantIds};
 use crate::gateway::handshake::{RejectAllTokens, SessionValidator};
 use crate::metrics::Metrics;
@@ -71,6 +72,9 @@ pub struct NodeShared {
     pub tasks: TaskTracker,
     /// Realtime connection slots (`transport.limits.max_connections`).
     pub connection_slots: Arc<Semaphore>,
+    /// Realtime connections per source address, over every transport
+    /// (`transport.limits.max_connections_per_ip`).
+    pub realtime_per_address: Arc<AddressLimit>,
     /// When the node started.
     pub started: Instant,
     /// The TLS identity of QUIC / WebTransport (None when both are off);
@@ -293,6 +297,7 @@ impl NodeBuilder {
             shutdown: CancellationToken::new(),
             tasks,
             connection_slots: Arc::new(Semaphore::new(config.transport.limits.max_connections)),
+            realtime_per_address: AddressLimit::new(config.transport.limits.max_connections_per_ip),
             started: Instant::now(),
             tls: RwLock::new(tls),
             webtransport_addr,

@@ -42,6 +42,11 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, _state: &S) -> Result<Self, Self::Rejection> {
+        // A declared length over the cap is refused before any body byte
+        // is read (the client may never send it).
+        if axum::body::HttpBody::size_hint(req.body()).lower() > MAX_BODY_BYTES as u64 {
+            return Err(ApiError::invalid("request body too large or unreadable"));
+        }
         let bytes = axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES)
             .await
             .map_err(|_| ApiError::invalid("request body too large or unreadable"))?;

@@ -4,6 +4,9 @@
 //! with one error type mapped to the
 //! `{code, message}` body in one place (`error`).
 //!
+//! The accept loop and the per-connection bounds (connection caps, header
+//! read and keep-alive timeouts) are in `listener`.
+//!
 //! What it is not: no realtime traffic (that is the WebSocket, QUIC and
 //! WebTransport listeners).
 //! Every request counts toward `http_requests_total`.
@@ -12,12 +15,12 @@ mod auth;
 mod cors;
 mod demo;
 mod error;
+mod listener;
 mod ops;
 mod webtransport;
 
 pub use error::ApiError;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
@@ -28,16 +31,10 @@ use crate::node::NodeShared;
 /// Largest request body accepted by the player routes.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
 
-/// Serves HTTP until shutdown.
+/// Serves HTTP until shutdown (see `listener` for the bounds).
 pub async fn serve(listener: TcpListener, shared: Arc<NodeShared>) {
-    let shutdown = shared.shutdown.clone();
-    let app = router(shared).into_make_service_with_connect_info::<SocketAddr>();
-    if let Err(err) = axum::serve(listener, app)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
-    {
-        tracing::error!(error = %err, "HTTP server failed");
-    }
+    let app = router(shared.clone());
+    listener::serve(listener, shared, app).await;
 }
 
 /// All routes.

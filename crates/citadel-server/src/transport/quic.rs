@@ -14,6 +14,7 @@ use anyhow::Context as _;
 use bytes::Bytes;
 
 use crate::config::DatagramTransportConfig;
+use crate::metrics::RefuseReason;
 use crate::node::NodeShared;
 use crate::transport::session::{DatagramQueued, DatagramRefused, Session};
 use crate::transport::tls::{ALPN_CITADEL, TlsIdentity};
@@ -79,7 +80,9 @@ pub fn endpoint(
         .with_context(|| format!("cannot bind transport.quic.bind {addr}"))
 }
 
-/// Accepts QUIC connections until shutdown.
+/// Accepts QUIC connections until shutdown; a source address past
+/// `transport.limits.max_connections_per_ip` is refused before the
+/// handshake (counted).
 pub async fn serve(endpoint: quinn::Endpoint, shared: Arc<NodeShared>) {
     let handshake = Duration::from_millis(shared.config.transport.auth.handshake_timeout_ms);
     loop {
@@ -88,8 +91,17 @@ pub async fn serve(endpoint: quinn::Endpoint, shared: Arc<NodeShared>) {
             incoming = endpoint.accept() => incoming,
         };
         let Some(incoming) = incoming else { break };
+        let Some(address) = shared
+            .realtime_per_address
+            .try_acquire(incoming.remote_address().ip())
+        else {
+            shared.metrics.refused(RefuseReason::RealtimePerAddress);
+            incoming.refuse();
+            continue;
+        };
         let shared = shared.clone();
         shared.tasks.clone().spawn(async move {
+            let _address = address;
             let connection = match tokio::time::timeout(handshake, incoming).await {
                 Ok(Ok(connection)) => connection,
                 Ok(Err(err)) => {

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 
 use tokio::sync::OwnedSemaphorePermit;
 
-use crate::metrics::{CloseReason, Metrics};
+use crate::metrics::{CloseReason, Metrics, RefuseReason};
 use crate::node::NodeShared;
 
 /// A held connection slot; counted in `connections_open` until finished.
@@ -27,6 +27,7 @@ impl OpenConnection {
     pub fn try_open(shared: &NodeShared) -> Option<Self> {
         let Ok(slot) = shared.connection_slots.clone().try_acquire_owned() else {
             shared.metrics.closed(CloseReason::ServerFull);
+            shared.metrics.refused(RefuseReason::RealtimeMaxConnections);
             return None;
         };
         let metrics = shared.metrics.clone();

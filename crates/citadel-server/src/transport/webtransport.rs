@@ -19,6 +19,7 @@ use bytes::Bytes;
 use tokio::io::AsyncWriteExt;
 
 use crate::config::DatagramTransportConfig;
+use crate::metrics::RefuseReason;
 use crate::node::NodeShared;
 use crate::transport::quic::transport_config;
 use crate::transport::session::{DatagramQueued, DatagramRefused, Session};
@@ -53,7 +54,9 @@ pub fn endpoint(
         .with_context(|| format!("cannot bind transport.webtransport.bind {addr}"))
 }
 
-/// Accepts WebTransport sessions until shutdown.
+/// Accepts WebTransport sessions until shutdown; a source address past
+/// `transport.limits.max_connections_per_ip` is refused before the
+/// handshake (counted).
 pub async fn serve(endpoint: Arc<WtEndpoint>, shared: Arc<NodeShared>) {
     let handshake = Duration::from_millis(shared.config.transport.auth.handshake_timeout_ms);
     loop {
@@ -61,8 +64,17 @@ pub async fn serve(endpoint: Arc<WtEndpoint>, shared: Arc<NodeShared>) {
             _ = shared.shutdown.cancelled() => break,
             incoming = endpoint.accept() => incoming,
         };
+        let Some(address) = shared
+            .realtime_per_address
+            .try_acquire(incoming.remote_address().ip())
+        else {
+            shared.metrics.refused(RefuseReason::RealtimePerAddress);
+            incoming.refuse();
+            continue;
+        };
         let shared = shared.clone();
         shared.tasks.clone().spawn(async move {
+            let _address = address;
             let accepted = tokio::time::timeout(handshake, async {
                 let request = incoming.await.ok()?;
                 if request.path() != shared.config.transport.webtransport.path {

@@ -22,9 +22,10 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 
+use crate::conn_limits::{AcceptBackoff, AddressPermit};
 use crate::gateway::connection::{Connection, Flow};
 use crate::gateway::outbound::{LaneLimits, Outbound};
-use crate::metrics::CloseReason;
+use crate::metrics::{CloseReason, RefuseReason};
 use crate::node::NodeShared;
 use crate::transport::slot::OpenConnection;
 
@@ -34,8 +35,11 @@ type Stream = SplitStream<WebSocketStream<TcpStream>>;
 /// How long a closing connection waits for the peer's close reply.
 const CLOSE_LINGER: Duration = Duration::from_secs(1);
 
-/// Accepts WebSocket connections until shutdown.
+/// Accepts WebSocket connections until shutdown. A source address past
+/// `transport.limits.max_connections_per_ip` is closed at once (counted);
+/// a failed accept pauses the loop ([`AcceptBackoff`]).
 pub async fn serve(listener: TcpListener, shared: Arc<NodeShared>) {
+    let mut backoff = AcceptBackoff::default();
     loop {
         let accepted = tokio::select! {
             _ = shared.shutdown.cancelled() => break,
@@ -43,14 +47,23 @@ pub async fn serve(listener: TcpListener, shared: Arc<NodeShared>) {
         };
         match accepted {
             Ok((stream, peer)) => {
+                backoff.succeeded();
+                let Some(address) = shared.realtime_per_address.try_acquire(peer.ip()) else {
+                    shared.metrics.refused(RefuseReason::RealtimePerAddress);
+                    tracing::debug!(%peer, "websocket connection refused: max_connections_per_ip");
+                    continue;
+                };
                 let _ = stream.set_nodelay(true);
                 shared
                     .tasks
-                    .spawn(handle_socket(stream, peer, shared.clone()));
+                    .spawn(handle_socket(stream, peer, shared.clone(), address));
             }
             Err(err) => {
-                tracing::warn!(error = %err, "websocket accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                let pause = backoff.failed(&err, &shared.metrics, "websocket");
+                tokio::select! {
+                    _ = shared.shutdown.cancelled() => break,
+                    _ = tokio::time::sleep(pause) => {}
+                }
             }
         }
     }
@@ -67,7 +80,12 @@ fn close_message(reason: CloseReason) -> Message {
     }))
 }
 
-async fn handle_socket(stream: TcpStream, peer: SocketAddr, shared: Arc<NodeShared>) {
+async fn handle_socket(
+    stream: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<NodeShared>,
+    _address: AddressPermit,
+) {
     let max_message = shared.config.transport.websocket.max_message_bytes;
     // tungstenite zero-fills its whole read buffer before each read, so the
     // 128 KiB default costs 128 KiB of RSS per idle connection (measured by
