@@ -2,7 +2,9 @@
 //!
 //! What it is: [`Transport`] (a `WsClient` or a `QuicClient` behind one
 //! surface) and [`run`], a task on the handle's private runtime that writes
-//! the envelopes the application queued ([`Command::Send`]), performs the
+//! the envelopes the application queued ([`Command::Send`]; sends already
+//! waiting are coalesced into one WebSocket message, up to 256 envelopes or
+//! 64 KiB of bodies, keeping their order), performs the
 //! handshake on request, and reads inbound envelopes into the bounded
 //! inbound queue the poll loop drains. When the queue is full it stops
 //! reading, so memory stays bounded and the server sees back-pressure.
@@ -37,11 +39,27 @@ impl Transport {
         }
     }
 
-    async fn send(&mut self, envelope: &Envelope, reliable: bool) -> ClientResult<()> {
+    /// Writes `batch` in order: one WebSocket message for the whole batch,
+    /// or one stream write / datagram per envelope on QUIC.
+    async fn send_all(&mut self, batch: &[(Envelope, bool)]) -> ClientResult<()> {
         match self {
-            Transport::Ws(c) => c.send(envelope).await,
-            Transport::Quic(c) if reliable => c.send(envelope).await,
-            Transport::Quic(c) => c.send_unreliable(envelope),
+            Transport::Ws(c) => {
+                if let [(envelope, _)] = batch {
+                    return c.send(envelope).await;
+                }
+                let envelopes: Vec<Envelope> = batch.iter().map(|(e, _)| e.clone()).collect();
+                c.send_batch(&envelopes).await
+            }
+            Transport::Quic(c) => {
+                for (envelope, reliable) in batch {
+                    if *reliable {
+                        c.send(envelope).await?;
+                    } else {
+                        c.send_unreliable(envelope)?;
+                    }
+                }
+                Ok(())
+            }
         }
     }
 
@@ -125,7 +143,8 @@ pub async fn run(
     inbound: mpsc::Sender<Inbound>,
     shared: Arc<Shared>,
 ) {
-    let reason = loop {
+    let mut batch = Vec::new();
+    let reason = 'driving: loop {
         tokio::select! {
             biased;
             command = commands.recv() => match command {
@@ -133,21 +152,34 @@ pub async fn run(
                     transport.close().await;
                     return;
                 }
-                Some(Command::Send { envelope, reliable }) => {
-                    match transport.send(&envelope, reliable).await {
-                        Ok(()) => {}
-                        Err(ClientError::Closed) => break ended_reason(&transport, None),
-                        Err(e) => shared.record(&e.to_string()),
+                Some(command) => {
+                    let mut next = Some(command);
+                    while let Some(command) = next.take() {
+                        match command {
+                            Command::Send { envelope, reliable } => {
+                                batch.push((envelope, reliable));
+                                next = gather(&mut commands, &mut batch);
+                                let sent = transport.send_all(&batch).await;
+                                batch.clear();
+                                match sent {
+                                    Ok(()) => {}
+                                    Err(ClientError::Closed) => {
+                                        break 'driving ended_reason(&transport, None);
+                                    }
+                                    Err(e) => shared.record(&e.to_string()),
+                                }
+                            }
+                            Command::Authenticate { token, reply } => {
+                                let _ = reply.send(transport.authenticate(token.as_deref()).await);
+                            }
+                            Command::Close { reply } => {
+                                transport.close().await;
+                                shared.ended.store(true, Ordering::Release);
+                                let _ = reply.send(());
+                                return;
+                            }
+                        }
                     }
-                }
-                Some(Command::Authenticate { token, reply }) => {
-                    let _ = reply.send(transport.authenticate(token.as_deref()).await);
-                }
-                Some(Command::Close { reply }) => {
-                    transport.close().await;
-                    shared.ended.store(true, Ordering::Release);
-                    let _ = reply.send(());
-                    return;
                 }
             },
             received = transport.recv() => match received {
@@ -179,6 +211,31 @@ pub async fn run(
             }
         }
     }
+}
+
+/// Most envelopes, and bytes of bodies, one write coalesces.
+const MAX_BATCH: usize = 256;
+const MAX_BATCH_BYTES: usize = 64 * 1024;
+
+/// Moves the sends already queued behind the first one into `batch` (up to
+/// [`MAX_BATCH`] envelopes / [`MAX_BATCH_BYTES`]); returns the first
+/// non-send command met, which must be handled after the batch.
+fn gather(
+    commands: &mut mpsc::Receiver<Command>,
+    batch: &mut Vec<(Envelope, bool)>,
+) -> Option<Command> {
+    let mut bytes: usize = batch.iter().map(|(e, _)| e.body.len()).sum();
+    while batch.len() < MAX_BATCH && bytes < MAX_BATCH_BYTES {
+        match commands.try_recv() {
+            Ok(Command::Send { envelope, reliable }) => {
+                bytes += envelope.body.len();
+                batch.push((envelope, reliable));
+            }
+            Ok(other) => return Some(other),
+            Err(_) => break,
+        }
+    }
+    None
 }
 
 fn ended_reason(transport: &Transport, error: Option<ClientError>) -> String {
