@@ -15,6 +15,7 @@ using Citadel;
 static class CitadelTests
 {
     static int checks;
+    const ushort KindBig = 150;
 
     static void Check(bool condition, string what)
     {
@@ -31,6 +32,7 @@ static class CitadelTests
         public int Snapshots;
         public int Hellos;
         public float[] LastPeerPosition;
+        public byte[] LastBig;
 
         // The application's single poll loop: rooms first, then game kinds.
         public void Pump()
@@ -39,7 +41,8 @@ static class CitadelTests
             while (Client.Poll(out env))
             {
                 if (Rooms.Handle(env)) continue;
-                if (env.Kind == CitadelProtocol.KindTsyncSnapshot) Snapshots++;
+                if (env.Kind == KindBig) LastBig = env.Body;
+                else if (env.Kind == CitadelProtocol.KindTsyncSnapshot) Snapshots++;
                 else if (env.Kind == CitadelProtocol.KindTsyncHello) Hellos++;
                 else if (env.Kind == CitadelProtocol.KindPeerPosition)
                 {
@@ -141,6 +144,17 @@ static class CitadelTests
             }
             Check(b.LastPeerPosition != null && b.LastPeerPosition[0] == 125.0f && b.LastPeerPosition[1] == 64.0f,
                 "B received A's position");
+
+            // A 100 000-byte application envelope is relayed sender-tagged; it
+            // is larger than Poll's initial 64 KiB buffer, which must grow.
+            var big = new byte[100000];
+            for (int i = 0; i < big.Length; i++) big[i] = (byte)(i * 7);
+            Check(a.Client.Send(KindBig, big, reliable: true), "big send queued");
+            PumpUntil(() => b.LastBig != null, "big envelope", a, b);
+            Check(b.LastBig.Length == big.Length + CitadelProtocol.SenderIdBytes, "big body length");
+            bool same = true;
+            for (int i = 0; i < big.Length; i++) same &= b.LastBig[i + CitadelProtocol.SenderIdBytes] == big[i];
+            Check(same, "big body intact after the buffer grew");
 
             Task<byte[]> ping = a.Client.CallRpc("ping");
             PumpUntil(() => ping.IsCompleted, "ping", a, b);
