@@ -4,7 +4,8 @@
 //! surface) and [`run`], a task on the handle's private runtime that writes
 //! the envelopes the application queued ([`Command::Send`]; sends already
 //! waiting are coalesced into one WebSocket message, up to 256 envelopes or
-//! 64 KiB of bodies, keeping their order), performs the
+//! 64 KiB of bodies, keeping their order; a lone send first yields a few
+//! times so the rest of a burst joins it), performs the
 //! handshake on request, and reads inbound envelopes into the bounded
 //! inbound queue the poll loop drains. When the queue is full it stops
 //! reading, so memory stays bounded and the server sees back-pressure.
@@ -159,6 +160,9 @@ pub async fn run(
                             Command::Send { envelope, reliable } => {
                                 batch.push((envelope, reliable));
                                 next = gather(&mut commands, &mut batch);
+                                if next.is_none() && batch.len() == 1 {
+                                    next = linger(&mut commands, &mut batch).await;
+                                }
                                 let sent = transport.send_all(&batch).await;
                                 batch.clear();
                                 match sent {
@@ -233,6 +237,28 @@ fn gather(
             }
             Ok(other) => return Some(other),
             Err(_) => break,
+        }
+    }
+    None
+}
+
+/// How many times a lone send yields before it is written, to pick up the
+/// sends the game thread is still making in the same burst.
+const LINGER_YIELDS: usize = 4;
+
+/// A lone send: yields to the scheduler a few times (a few microseconds,
+/// no sleep) so that a burst in progress on the game thread is coalesced
+/// and, above all, so that those sends find this task awake instead of
+/// paying the cross-thread wake-up each.
+async fn linger(
+    commands: &mut mpsc::Receiver<Command>,
+    batch: &mut Vec<(Envelope, bool)>,
+) -> Option<Command> {
+    for _ in 0..LINGER_YIELDS {
+        tokio::task::yield_now().await;
+        let next = gather(commands, batch);
+        if next.is_some() {
+            return next;
         }
     }
     None
