@@ -314,6 +314,12 @@ pub struct HttpConfig {
     /// complete this long after the connection opened, or after the first
     /// byte of a later request, is closed.
     pub header_read_timeout_ms: u64,
+    /// The largest request head (request line and headers) one connection
+    /// buffers, in bytes (8,192..=1,048,576); a longer head is answered 431.
+    pub max_header_bytes: usize,
+    /// A request body not complete this long after its head was read
+    /// closes the connection, whatever its pace.
+    pub body_read_timeout_ms: u64,
     /// A keep-alive connection with no request for this long is closed.
     pub keep_alive_timeout_ms: u64,
     /// Open HTTP connections; past it new ones are closed at once.
@@ -326,12 +332,20 @@ pub struct HttpConfig {
 /// Most entries in `http.cors_allowed_origins`.
 pub const MAX_CORS_ORIGINS: usize = 64;
 
+/// Smallest `http.max_header_bytes` (hyper's minimum read buffer).
+pub const MIN_HEADER_BYTES: usize = 8 * 1024;
+
+/// Largest `http.max_header_bytes` (each open connection may buffer it).
+pub const MAX_HEADER_BYTES: usize = 1024 * 1024;
+
 impl Default for HttpConfig {
     fn default() -> Self {
         HttpConfig {
             bind: "127.0.0.1:7350".into(),
             cors_allowed_origins: vec!["*".into()],
             header_read_timeout_ms: 10_000,
+            max_header_bytes: 32 * 1024,
+            body_read_timeout_ms: 10_000,
             keep_alive_timeout_ms: 60_000,
             max_connections: 4_096,
             max_connections_per_ip: 256,
@@ -928,6 +942,18 @@ impl Config {
             http.keep_alive_timeout_ms as usize,
             1,
         )?;
+        at_least(
+            "http.body_read_timeout_ms",
+            http.body_read_timeout_ms as usize,
+            1,
+        )?;
+        // hyper refuses a read buffer under 8 KiB.
+        if !(MIN_HEADER_BYTES..=MAX_HEADER_BYTES).contains(&http.max_header_bytes) {
+            return Err(invalid(
+                "http.max_header_bytes",
+                "must be between 8192 and 1048576",
+            ));
+        }
         at_least("http.max_connections", http.max_connections, 1)?;
         parse_addr("transport.websocket.bind", &self.transport.websocket.bind)?;
         self.transport.quic.validate("quic", QUIC_DEFAULT_BIND)?;
@@ -1410,6 +1436,8 @@ mod tests {
     fn connection_limits_have_defaults_and_are_checked() {
         let c = load("", &[]).unwrap();
         assert_eq!(c.http.header_read_timeout_ms, 10_000);
+        assert_eq!(c.http.max_header_bytes, 32_768);
+        assert_eq!(c.http.body_read_timeout_ms, 10_000);
         assert_eq!(c.http.max_connections_per_ip, 256);
         assert_eq!(c.transport.limits.max_connections_per_ip, 0);
         let c = load(
@@ -1424,6 +1452,9 @@ mod tests {
             "[http]\nmax_connections = 0\n",
             "[http]\nheader_read_timeout_ms = 0\n",
             "[http]\nkeep_alive_timeout_ms = 0\n",
+            "[http]\nbody_read_timeout_ms = 0\n",
+            "[http]\nmax_header_bytes = 8191\n",
+            "[http]\nmax_header_bytes = 1048577\n",
         ] {
             let err = load(bad, &[]).unwrap_err().to_string();
             let key = bad.lines().nth(1).unwrap().split(' ').next().unwrap();

@@ -211,6 +211,12 @@ reasons!(
         HttpPerAddress => "http_per_address",
         /// The request head did not arrive within `http.header_read_timeout_ms`.
         HttpHeaderTimeout => "http_header_timeout",
+        /// The request head outgrew `http.max_header_bytes`: answered 431
+        /// and closed.
+        HttpHeaderTooLarge => "http_header_too_large",
+        /// The request body was not complete within
+        /// `http.body_read_timeout_ms` of its head: closed without an answer.
+        HttpBodyTimeout => "http_body_timeout",
         /// `transport.limits.max_connections` reached (also counted as the
         /// `server_full` close).
         RealtimeMaxConnections => "realtime_max_connections",

@@ -463,15 +463,46 @@ async fn route_table_status_codes_on_every_backend() {
     }
 }
 
+/// Admission counters are fixed windows aligned to the Unix epoch (the
+/// server's `window_start = now - now % window`): a boundary between two
+/// requests starts fresh counters, so a test that counts requests against a
+/// limit must not straddle one. Sleeps past the next boundary of `window` if
+/// less than `room` is left before it; every longer window used by the
+/// caller must be a multiple of `window` so its boundaries coincide.
+async fn wait_for_room_in_window(window: Duration, room: Duration) {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970");
+    let left = window.as_millis() - since_epoch.as_millis() % window.as_millis();
+    if left < room.as_millis() {
+        // A little past the boundary: the nodes read the same clock.
+        tokio::time::sleep(Duration::from_millis(left as u64 + 100)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admission_limits_answer_429_with_retry_after_and_are_shared_by_nodes() {
+    // Long windows (one hour for `source`, one day for
+    // `registration_source`, a multiple of it), and the requests start with
+    // at least a minute left in the current hour: all of them are counted in
+    // the same windows. With the 60 s default a run crossing a minute
+    // boundary saw the final login answered 200.
+    const SOURCE_WINDOW_MS: u64 = 3_600_000;
+    const REGISTRATION_WINDOW_MS: u64 = 86_400_000;
     for backend in backends::all().await {
         let limit = |c: &mut citadel_server::Config| {
             c.authentication.limits.source.limit = 3;
+            c.authentication.limits.source.window_ms = SOURCE_WINDOW_MS;
             c.authentication.limits.registration_source.limit = 2;
+            c.authentication.limits.registration_source.window_ms = REGISTRATION_WINDOW_MS;
         };
         let a = node_on(&backend.url, limit).await;
         let b = node_on(&backend.url, limit).await;
+        wait_for_room_in_window(
+            Duration::from_millis(SOURCE_WINDOW_MS),
+            Duration::from_secs(60),
+        )
+        .await;
         assert_eq!(
             post(
                 &a,
@@ -506,7 +537,7 @@ async fn admission_limits_answer_429_with_retry_after_and_are_shared_by_nodes() 
         assert_error(&refused, 429, "rate_limited");
         assert_eq!(
             refused.header("retry-after").as_deref(),
-            Some("3600"),
+            Some("86400"),
             "longest window of the rule set"
         );
         assert_eq!(
@@ -517,7 +548,7 @@ async fn admission_limits_answer_429_with_retry_after_and_are_shared_by_nodes() 
         );
         let refused = post(&a, "/v1/auth/device", None, json!({"id": "r1"})).await;
         assert_error(&refused, 429, "rate_limited");
-        assert_eq!(refused.header("retry-after").as_deref(), Some("60"));
+        assert_eq!(refused.header("retry-after").as_deref(), Some("3600"));
         for node in [a, b] {
             node.shutdown();
             node.wait().await;

@@ -3,7 +3,8 @@
 //! HTTP header read and keep-alive timeouts, the HTTP caps per address and
 //! in total, a saturated HTTP listener that still lets a new player log in
 //! and connect, the realtime per-address cap on WebSocket, QUIC and
-//! WebTransport, the body cap, and the binary under a descriptor limit
+//! WebTransport, the body cap, the head size limit and body read timeout,
+//! and the binary under a descriptor limit
 //! too small for its caps (banner warning, EMFILE backoff, recovery).
 
 mod common;
@@ -78,6 +79,11 @@ async fn request_on(
         body.len()
     );
     stream.write_all(request.as_bytes()).await.expect("write");
+    read_response(stream).await
+}
+
+/// One response from `stream`, read by its Content-Length.
+async fn read_response(stream: &mut TcpStream) -> HttpResponse {
     let mut raw = Vec::new();
     let mut buf = [0u8; 4096];
     let response = tokio::time::timeout(STEP, async {
@@ -386,6 +392,141 @@ async fn an_oversized_request_head_is_refused_not_buffered() {
     );
     let (code, _) = common::http_get(&node, "/health").await;
     assert_eq!(code, 200);
+    node.shutdown();
+    node.wait().await;
+}
+
+/// A `GET /health` head of about `kib` KiB (filler headers), closing.
+fn padded_head(kib: usize) -> String {
+    let filler = "a".repeat(1000);
+    let mut head = String::from("GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n");
+    for i in 0..kib {
+        head.push_str(&format!("X-Filler-{i}: {filler}\r\n"));
+    }
+    head.push_str("\r\n");
+    head
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_header_size_limit_is_configurable_and_counted() {
+    let mut config = test_config();
+    config.http.max_header_bytes = 8192;
+    let node = start(config).await;
+    // Under the limit: served.
+    let mut stream = connect_from(SOURCE_A, node.http_addr).await;
+    stream.write_all(padded_head(6).as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(STEP, stream.read_to_end(&mut out))
+        .await
+        .expect("answered in time")
+        .unwrap();
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        text.starts_with("HTTP/1.1 200"),
+        "a 6 KiB head is served: {text}"
+    );
+    // Over it (but well under the 32 KiB default): refused and counted.
+    let mut stream = connect_from(SOURCE_A, node.http_addr).await;
+    let _ = stream.write_all(padded_head(12).as_bytes()).await;
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(STEP, stream.read_to_end(&mut out))
+        .await
+        .expect("answered or closed in time");
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        text.is_empty() || text.starts_with("HTTP/1.1 431"),
+        "a 12 KiB head is not served: {text}"
+    );
+    eventually("oversized head counted", || {
+        refusals(&node, RefuseReason::HttpHeaderTooLarge) == 1
+    })
+    .await;
+    let text = common::http_get(&node, "/metrics").await.1;
+    assert!(
+        text.contains("citadel_connections_refused_total{reason=\"http_header_too_large\"} 1"),
+        "{text}"
+    );
+    let status = common::status_json(&node).await;
+    assert_eq!(status["refused"]["http_header_too_large"], 1);
+    node.shutdown();
+    node.wait().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_trickles_in_closes_at_the_body_timeout() {
+    let mut config = test_config();
+    config.http.body_read_timeout_ms = 300;
+    config.http.header_read_timeout_ms = 60_000;
+    config.http.keep_alive_timeout_ms = 60_000;
+    let node = start(config).await;
+    let addr = node.http_addr;
+    // Complete headers, then 63 bytes of a 64-byte body, one every 50 ms:
+    // each byte is quick, the body never ends, so only the body read
+    // timeout can close the connection.
+    let stream = connect_from(SOURCE_A, addr).await;
+    let (mut reader, mut writer) = stream.into_split();
+    writer
+        .write_all(
+            b"POST /v1/auth/device HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+              Content-Length: 64\r\n\r\n",
+        )
+        .await
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    let trickle = tokio::spawn(async move {
+        for _ in 0..63 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if writer.write_all(b" ").await.is_err() {
+                return;
+            }
+        }
+    });
+    let mut buf = [0u8; 512];
+    let read = tokio::time::timeout(STEP, reader.read(&mut buf))
+        .await
+        .expect("closed in time");
+    match read {
+        Ok(0) | Err(_) => {}
+        Ok(n) => panic!(
+            "expected a silent close, got {:?}",
+            String::from_utf8_lossy(&buf[..n])
+        ),
+    }
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "not closed before the timeout"
+    );
+    trickle.abort();
+    eventually("body timeout counted", || {
+        refusals(&node, RefuseReason::HttpBodyTimeout) == 1
+    })
+    .await;
+    // A body sent in two pieces within the timeout is answered, and the
+    // connection then outlives the body timeout while idle.
+    let mut keep = connect_from(SOURCE_A, addr).await;
+    keep.write_all(
+        b"POST /v1/auth/device HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+          Content-Length: 57\r\n\r\n{\"id\":\"trickle-1\",",
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    keep.write_all(b"\"create\":true,\"username\":\"trickle1\"}   ")
+        .await
+        .unwrap();
+    let created = read_response(&mut keep).await;
+    assert_eq!(created.status, 201, "{created:?}");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let again = request_on(&mut keep, "GET", "/health", "", false).await;
+    assert_eq!(again.status, 200, "an idle gap is not a body timeout");
+    assert_eq!(refusals(&node, RefuseReason::HttpBodyTimeout), 1);
+    let text = common::http_get(&node, "/metrics").await.1;
+    assert!(
+        text.contains("citadel_connections_refused_total{reason=\"http_body_timeout\"} 1"),
+        "{text}"
+    );
+    let status = common::status_json(&node).await;
+    assert_eq!(status["refused"]["http_body_timeout"], 1);
     node.shutdown();
     node.wait().await;
 }

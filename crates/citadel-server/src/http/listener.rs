@@ -1,17 +1,20 @@
 //! The HTTP accept loop and the life of one HTTP/1.1 connection, with the
 //! bounds that keep one client from holding the listener:
 //! `http.max_connections` and `http.max_connections_per_ip` (checked at
-//! accept; a connection past either is closed at once and counted), the
-//! header read timeout and the keep-alive idle timeout (a per-connection
-//! watchdog drops the connection when its deadline passes).
+//! accept; a connection past either is closed at once and counted),
+//! `http.max_header_bytes` (hyper's read buffer: a longer head is answered
+//! 431 and counted), and the header read, body read and keep-alive idle
+//! timeouts (a per-connection watchdog drops the connection when its
+//! deadline passes, and counts why).
 //!
 //! Call order: [`serve`] until shutdown; per accepted socket it takes the
 //! permits, then [`serve_connection`] runs hyper's HTTP/1.1 server over the
 //! socket with the router as the service, the peer address inserted as
-//! `ConnectInfo`. On shutdown the loop stops accepting and every connection
+//! `ConnectInfo` and the body wrapped so the watchdog sees when it is
+//! complete. On shutdown the loop stops accepting and every connection
 //! finishes its request in flight (bounded by `shutdown.grace_ms`).
-//! What it is not: routing (the router in [`super::router`]) or body limits
-//! (the extractors enforce `MAX_BODY_BYTES`).
+//! What it is not: routing (the router in [`super::router`]) or body size
+//! limits (the extractors enforce `MAX_BODY_BYTES`).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -24,10 +27,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::{Bytes, HttpBody};
 use axum::extract::ConnectInfo;
 use axum::response::Response;
 use hyper::Request;
-use hyper::body::Incoming;
+use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -38,12 +42,6 @@ use tokio_util::task::TaskTracker;
 use crate::conn_limits::{AcceptBackoff, AddressLimit, AddressPermit};
 use crate::metrics::{Metrics, RefuseReason};
 use crate::node::NodeShared;
-
-/// The most one connection buffers while reading (the request head must
-/// fit; a longer head is answered 431). Bounds the memory of
-/// `http.max_connections` slow clients to this many bytes each instead of
-/// hyper's ~400 KiB default.
-pub const MAX_READ_BUFFER_BYTES: usize = 32 * 1024;
 
 /// Accepts HTTP connections until shutdown, then waits for the open ones.
 pub async fn serve(listener: TcpListener, shared: Arc<NodeShared>, app: Router) {
@@ -135,6 +133,7 @@ async fn serve_connection(
     let cfg = &shared.config.http;
     let limits = Deadlines {
         head: Duration::from_millis(cfg.header_read_timeout_ms),
+        body: Duration::from_millis(cfg.body_read_timeout_ms),
         idle: Duration::from_millis(cfg.keep_alive_timeout_ms),
     };
     let clock = Arc::new(Clock::new());
@@ -147,11 +146,14 @@ async fn serve_connection(
         peer,
         clock: clock.clone(),
     };
-    // The watchdog below owns both timeouts; hyper's own header timer is
-    // off (it would also need a timer and cannot tell idle from slow).
+    // The watchdog below owns the timeouts; hyper's own header timer is
+    // off (it would also need a timer and cannot tell idle from slow). The
+    // read buffer is the head limit: it bounds the memory of
+    // `http.max_connections` slow clients to that many bytes each instead
+    // of hyper's ~400 KiB default.
     let connection = hyper::server::conn::http1::Builder::new()
         .header_read_timeout(None)
-        .max_buf_size(MAX_READ_BUFFER_BYTES)
+        .max_buf_size(cfg.max_header_bytes)
         .serve_connection(io, service);
     tokio::pin!(connection);
     let mut grace_end: Option<Instant> = None;
@@ -165,6 +167,10 @@ async fn serve_connection(
         tokio::select! {
             result = connection.as_mut() => {
                 if let Err(err) = result {
+                    if err.is_parse_too_large() {
+                        // hyper has answered 431 already.
+                        shared.metrics.refused(RefuseReason::HttpHeaderTooLarge);
+                    }
                     tracing::debug!(%peer, error = %err, "http connection ended with an error");
                 }
                 return;
@@ -186,6 +192,11 @@ async fn serve_connection(
                         tracing::debug!(%peer, "http connection closed: header read timeout");
                         return;
                     }
+                    Some((at, Expiry::Body)) if at <= now => {
+                        shared.metrics.refused(RefuseReason::HttpBodyTimeout);
+                        tracing::debug!(%peer, "http connection closed: body read timeout");
+                        return;
+                    }
                     Some((at, Expiry::Idle)) if at <= now => {
                         shared.metrics.http_keep_alive_closes.fetch_add(1, Ordering::Relaxed);
                         tracing::debug!(%peer, "http connection closed: keep-alive timeout");
@@ -198,10 +209,11 @@ async fn serve_connection(
     }
 }
 
-/// The two per-connection timeouts.
+/// The per-connection timeouts.
 #[derive(Debug, Clone, Copy)]
 struct Deadlines {
     head: Duration,
+    body: Duration,
     idle: Duration,
 }
 
@@ -209,6 +221,7 @@ struct Deadlines {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Expiry {
     Head,
+    Body,
     Idle,
 }
 
@@ -225,27 +238,68 @@ enum Phase {
 }
 
 /// The phase of one connection, moved by its socket (bytes read), its
-/// service (request start and end) and read by its watchdog.
+/// service (request start and end) and request body (complete), and read
+/// by its watchdog.
 struct Clock {
-    phase: Mutex<Phase>,
+    state: Mutex<State>,
     changed: Notify,
+}
+
+/// A phase, plus when the body of the request in flight started to be
+/// awaited (`None`: no body, or all of it read).
+#[derive(Debug, Clone, Copy)]
+struct State {
+    phase: Phase,
+    body_since: Option<Instant>,
 }
 
 impl Clock {
     fn new() -> Self {
         Clock {
-            phase: Mutex::new(Phase::Head(Instant::now())),
+            state: Mutex::new(State {
+                phase: Phase::Head(Instant::now()),
+                body_since: None,
+            }),
             changed: Notify::new(),
         }
     }
 
     fn update(&self, next: impl FnOnce(Phase) -> Option<Phase>) {
-        let mut phase = self.phase.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(new) = next(*phase) {
-            *phase = new;
-            drop(phase);
+        self.update_state(|state| {
+            next(state.phase).map(|phase| State {
+                phase,
+                body_since: state.body_since,
+            })
+        });
+    }
+
+    fn update_state(&self, next: impl FnOnce(State) -> Option<State>) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(new) = next(*state) {
+            *state = new;
+            drop(state);
             self.changed.notify_one();
         }
+    }
+
+    /// A request head was read and a body is to follow.
+    fn body_started(&self) {
+        self.update_state(|state| {
+            Some(State {
+                body_since: Some(Instant::now()),
+                ..state
+            })
+        });
+    }
+
+    /// The body was read to its end, failed, or was dropped unread.
+    fn body_finished(&self) {
+        self.update_state(|state| {
+            state.body_since.map(|_| State {
+                body_since: None,
+                ..state
+            })
+        });
     }
 
     /// Bytes arrived: an idle connection starts reading a request head.
@@ -264,18 +318,30 @@ impl Clock {
     }
 
     fn request_done(&self) {
-        self.update(|phase| match phase {
-            Phase::Busy(n) if n > 1 => Some(Phase::Busy(n - 1)),
-            _ => Some(Phase::Idle(Instant::now())),
+        self.update_state(|state| {
+            Some(match state.phase {
+                Phase::Busy(n) if n > 1 => State {
+                    phase: Phase::Busy(n - 1),
+                    ..state
+                },
+                _ => State {
+                    phase: Phase::Idle(Instant::now()),
+                    body_since: None,
+                },
+            })
         });
     }
 
-    /// When the connection must close, and why (`None` while busy).
+    /// When the connection must close, and why (`None` while busy with a
+    /// complete body: the handler's own time is not bounded here).
     fn deadline(&self, limits: Deadlines) -> Option<(Instant, Expiry)> {
-        match *self.phase.lock().unwrap_or_else(|p| p.into_inner()) {
+        let state = *self.state.lock().unwrap_or_else(|p| p.into_inner());
+        match state.phase {
             Phase::Head(since) => Some((since + limits.head, Expiry::Head)),
             Phase::Idle(since) => Some((since + limits.idle, Expiry::Idle)),
-            Phase::Busy(_) => None,
+            Phase::Busy(_) => state
+                .body_since
+                .map(|since| (since + limits.body, Expiry::Body)),
         }
     }
 }
@@ -309,12 +375,78 @@ impl hyper::service::Service<Request<Incoming>> for RouterService {
         request.extensions_mut().insert(ConnectInfo(self.peer));
         self.clock.request_started();
         let busy = Busy(self.clock.clone());
+        let request = request.map(|body| WatchedBody::new(body, self.clock.clone()));
         let mut app = self.app.clone();
         Box::pin(async move {
             let response = tower_service::Service::call(&mut app, request).await;
             drop(busy);
             response
         })
+    }
+}
+
+/// A request body, reporting to the clock when it is complete (its end
+/// read, an error, or dropped unread); until then the body read timeout
+/// runs.
+struct WatchedBody {
+    inner: Incoming,
+    clock: Arc<Clock>,
+    pending: bool,
+}
+
+impl WatchedBody {
+    fn new(inner: Incoming, clock: Arc<Clock>) -> Self {
+        let pending = !inner.is_end_stream();
+        if pending {
+            clock.body_started();
+        }
+        WatchedBody {
+            inner,
+            clock,
+            pending,
+        }
+    }
+
+    fn finish(&mut self) {
+        if std::mem::take(&mut self.pending) {
+            self.clock.body_finished();
+        }
+    }
+}
+
+impl Drop for WatchedBody {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+impl HttpBody for WatchedBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        let ended = match &polled {
+            Poll::Ready(None | Some(Err(_))) => true,
+            Poll::Ready(Some(Ok(_))) => this.inner.is_end_stream(),
+            Poll::Pending => false,
+        };
+        if ended {
+            this.finish();
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }
 
@@ -376,6 +508,7 @@ mod tests {
 
     const LIMITS: Deadlines = Deadlines {
         head: Duration::from_secs(10),
+        body: Duration::from_secs(5),
         idle: Duration::from_secs(60),
     };
 
@@ -391,7 +524,23 @@ mod tests {
         clock.request_done();
         assert!(clock.deadline(LIMITS).is_none(), "one still in flight");
         clock.bytes_read();
-        assert!(clock.deadline(LIMITS).is_none(), "reading a body is busy");
+        assert!(
+            clock.deadline(LIMITS).is_none(),
+            "handler time is unbounded"
+        );
+        clock.body_started();
+        let (body_at, why) = clock.deadline(LIMITS).unwrap();
+        assert_eq!(why, Expiry::Body, "a body is awaited");
+        assert!(body_at <= Instant::now() + LIMITS.body);
+        clock.bytes_read();
+        assert_eq!(
+            clock.deadline(LIMITS).unwrap().0,
+            body_at,
+            "pace is no excuse"
+        );
+        clock.body_finished();
+        assert!(clock.deadline(LIMITS).is_none(), "body complete");
+        clock.body_started();
         clock.request_done();
         let (idle_at, why) = clock.deadline(LIMITS).unwrap();
         assert_eq!(why, Expiry::Idle);
