@@ -7,6 +7,7 @@
 pub mod accounts;
 pub mod friends;
 pub mod live;
+pub mod matchmaker;
 pub mod notifications;
 pub mod revocation;
 pub mod tokens;
