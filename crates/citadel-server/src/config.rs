@@ -79,6 +79,10 @@ pub struct Config {
     pub notifications: crate::services::notifications::NotificationsConfig,
     /// `[friends]`: friend graph bounds.
     pub friends: crate::services::friends::FriendsConfig,
+    /// `[matchmaker]`: ticket queue and handoff bounds.
+    pub matchmaker: crate::services::matchmaker::MatchmakerConfig,
+    /// `[party]`: party size.
+    pub party: crate::services::party::PartyConfig,
 }
 
 /// `[transform_sync]`: networked actors and snapshot replication.
@@ -853,6 +857,8 @@ impl Config {
         }
         self.notifications.validate()?;
         self.friends.validate()?;
+        self.matchmaker.validate()?;
+        self.party.validate()?;
         parse_addr("http.bind", &self.http.bind)?;
         parse_addr("transport.websocket.bind", &self.transport.websocket.bind)?;
         self.transport.quic.validate("quic", QUIC_DEFAULT_BIND)?;

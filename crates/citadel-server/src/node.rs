@@ -32,7 +32,9 @@ use crate::services::AccountService;
 use crate::services::accounts::StoreSessionValidator;
 use crate::services::friends::FriendService;
 use crate::services::live::LiveSessions;
+use crate::services::matchmaker::Matchmaker;
 use crate::services::notifications::NotificationService;
+use crate::services::party::Parties;
 use crate::store::{PoolSettings, SqlStore, Store};
 use crate::transport::renew::UdpEndpoints;
 use crate::transport::tls::TlsIdentity;
@@ -58,6 +60,8 @@ pub struct NodeShared {
     pub notifications: Arc<NotificationService>,
     /// The friend graph.
     pub friends: Arc<FriendService>,
+    /// The ticket matchmaker.
+    pub matchmaker: Arc<Matchmaker>,
     /// Live authenticated connections by session (revocation).
     pub live: Arc<LiveSessions>,
     /// Networked actors and snapshots.
@@ -228,6 +232,17 @@ impl NodeBuilder {
             config.friends.clone(),
         ));
         crate::services::friends::register(&rpc, &friends);
+        let parties = Arc::new(Parties::new(config.party.clone()));
+        let matchmaker = Arc::new(Matchmaker::new(
+            config.matchmaker.clone(),
+            realm.clone(),
+            router.clone(),
+            hub.clone(),
+            metrics.clone(),
+            parties.clone(),
+        ));
+        crate::services::matchmaker::rpc::register(&rpc, &matchmaker);
+        crate::services::party::rpc::register(&rpc, &parties, &matchmaker);
         let runtime = match loaded {
             Some(loaded) => Some(
                 loaded
@@ -260,6 +275,7 @@ impl NodeBuilder {
             hub: hub.clone(),
             tasks: tasks.clone(),
             participant_ids: Arc::new(ParticipantIds::default()),
+            matchmaker: matchmaker.clone(),
         });
         let shared = Arc::new(NodeShared {
             metrics: metrics.clone(),
@@ -270,6 +286,7 @@ impl NodeBuilder {
             accounts,
             notifications,
             friends,
+            matchmaker,
             live,
             hub,
             shutdown: CancellationToken::new(),
@@ -285,6 +302,10 @@ impl NodeBuilder {
             shared.live.clone(),
             shared.accounts.clone(),
             Duration::from_millis(shared.config.transport.auth.revocation_poll_ms),
+            shared.shutdown.clone(),
+        ));
+        shared.tasks.spawn(crate::services::matchmaker::run_tick(
+            shared.matchmaker.clone(),
             shared.shutdown.clone(),
         ));
         if shared.hub.enabled() {

@@ -9,6 +9,7 @@ pub mod friends;
 pub mod live;
 pub mod matchmaker;
 pub mod notifications;
+pub mod party;
 pub mod revocation;
 pub mod tokens;
 pub mod validation;

@@ -105,6 +105,16 @@ impl Queue {
         self.by_id.get(id).and_then(|seq| self.by_seq.get(seq))
     }
 
+    /// The sequence of queued ticket `id`.
+    pub fn seq_of(&self, id: &str) -> Option<u64> {
+        self.by_id.get(id).copied()
+    }
+
+    /// The id of the queued ticket at `seq`.
+    pub fn id_of(&self, seq: u64) -> Option<&str> {
+        self.by_seq.get(&seq).map(|t| t.id.as_str())
+    }
+
     /// Queues `ticket`; returns its sequence.
     pub fn insert(&mut self, ticket: Ticket) -> u64 {
         self.next_seq += 1;
