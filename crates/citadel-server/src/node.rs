@@ -260,6 +260,9 @@ impl NodeBuilder {
             ),
             None => None,
         };
+        if let Some(rt) = &runtime {
+            matchmaker.set_labeler(Arc::new(crate::runtime::LuaMatchLabeler::new(rt.clone())));
+        }
         let live = Arc::new(LiveSessions::default());
         let tasks = TaskTracker::new();
         let gateway = Arc::new(ConnectionDeps {

@@ -486,3 +486,71 @@ async fn unaccepted_matches_are_pruned_and_the_rate_limit_holds() {
             >= 3
     );
 }
+
+/// A node running `main_lua` as its script.
+async fn start_lua(main_lua: &str) -> RunningNode {
+    let dir = std::path::PathBuf::from(test_data_dir()).join("scripts");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("main.lua"), main_lua).unwrap();
+    let mut cfg = config();
+    cfg.runtime.scripts_dir = dir.display().to_string();
+    cfg.runtime.deadline_ms = 200;
+    start_with(cfg).await
+}
+
+async fn pair_label(node: &RunningNode, tag: &str, props: Value) -> (String, String, u64) {
+    let mut ann = player(node, &format!("mm-lua-{tag}-a")).await;
+    let mut ben = player(node, &format!("mm-lua-{tag}-b")).await;
+    add(&mut ann, ticket("", props.clone(), 2, 2))
+        .await
+        .unwrap();
+    add(&mut ben, ticket("", props, 2, 2)).await.unwrap();
+    let m = matched(&mut ann.client).await;
+    let rooms = status_json(node).await["rooms"].clone();
+    let room = rooms
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == m.match_id)
+        .unwrap()
+        .clone();
+    assert_eq!(room["open"], false, "always closed");
+    (
+        room["map"].as_str().unwrap().to_owned(),
+        room["mode"].as_str().unwrap().to_owned(),
+        room["max_players"].as_u64().unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn lua_chooses_the_match_label_and_failures_fall_back() {
+    let node = start_lua(
+        r#"
+        citadel.on_matchmaker_matched(function(ctx, match)
+          local t = match.tickets[1]
+          if t.properties.mode == "boom" then error("hook failed") end
+          if t.properties.mode == "slow" then while true do end end
+          if t.properties.mode == "plain" then return "arena" end
+          return { map = t.properties.mode .. "-" .. #match.tickets .. "-" .. #t.user_ids,
+                   mode = t.query == "" and "open" or "q", max_players = 4, open = true }
+        end)
+        "#,
+    )
+    .await;
+    assert_eq!(
+        pair_label(&node, "table", json!({"mode": "dust"})).await,
+        ("dust-2-1".into(), "open".into(), 4)
+    );
+    assert_eq!(
+        pair_label(&node, "string", json!({"mode": "plain"})).await,
+        ("arena".into(), "matchmaker".into(), 2)
+    );
+    assert_eq!(
+        pair_label(&node, "error", json!({"mode": "boom"})).await,
+        ("default".into(), "matchmaker".into(), 2)
+    );
+    assert_eq!(
+        pair_label(&node, "timeout", json!({"mode": "slow"})).await,
+        ("default".into(), "matchmaker".into(), 2)
+    );
+}
