@@ -554,3 +554,67 @@ async fn lua_chooses_the_match_label_and_failures_fall_back() {
         ("default".into(), "matchmaker".into(), 2)
     );
 }
+
+/// The "complete Rust client" of docs/matchmaking.md (its `WireBody`
+/// import is this file's).
+async fn find_match(url: &str, token: &str) -> Result<u64, Box<dyn std::error::Error>> {
+    use citadel_client::wire::protocol::KIND_MATCHMAKER_MATCHED;
+    use citadel_client::wire::service::MatchmakerMatched;
+    use citadel_client::{ClientError, WsClient};
+    use serde_json::{Value, json};
+
+    let (mut client, _outcome) = WsClient::connect_with_token(url, token).await?;
+
+    // 1. Queue a ticket.
+    let ticket = json!({
+        "query": r#"mode == "ranked" AND skill >= 1000 AND skill <= 1600"#,
+        "properties": { "mode": "ranked", "skill": 1300, "region": "eu" },
+        "min_count": 2,
+        "max_count": 2,
+        "ttl_ms": 60_000
+    });
+    let reply: Value = match client
+        .call_rpc("matchmaker.add", ticket.to_string().as_bytes())
+        .await
+    {
+        Ok(bytes) => serde_json::from_slice(&bytes)?,
+        Err(ClientError::Rpc { message, .. }) => return Err(message.into()), // e.g. a bad query
+        Err(other) => return Err(other.into()),
+    };
+    let ticket_id = reply["ticket_id"].as_str().unwrap_or_default().to_owned();
+
+    // 2. Wait for the handoff (kind 26). After a reconnect, ask
+    //    matchmaker.status instead: it returns the same handoff.
+    let envelope = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        client.wait_for_kind(KIND_MATCHMAKER_MATCHED),
+    )
+    .await??;
+    let matched = MatchmakerMatched::decode(&envelope.body)?;
+    assert_eq!(matched.ticket_id, ticket_id);
+
+    // 3. Redeem the token before `expires_at`; the reply comes first,
+    //    then ROOM_JOINED.
+    let accept = json!({ "ticket_id": matched.ticket_id, "join_token": matched.join_token });
+    client
+        .call_rpc("matchmaker.accept", accept.to_string().as_bytes())
+        .await?;
+    let room = client.wait_for_room_joined().await?;
+    // Load room.map / room.mode, then tell the room you are ready.
+    client.send_map_ready(room.room_id).await?;
+    Ok(room.room_id)
+}
+
+#[tokio::test]
+async fn the_documented_client_finds_a_match() {
+    let node = start_with(config()).await;
+    let url = node.ws_url().unwrap();
+    let ann = player(&node, "mm-doc-ann").await;
+    let ben = player(&node, "mm-doc-ben").await;
+    let (a, b) = tokio::join!(
+        tokio::time::timeout(STEP, find_match(&url, &ann.token)),
+        tokio::time::timeout(STEP, find_match(&url, &ben.token)),
+    );
+    let (a, b) = (a.unwrap().unwrap(), b.unwrap().unwrap());
+    assert_eq!(a, b, "both in the same match room");
+}
