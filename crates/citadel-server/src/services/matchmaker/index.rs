@@ -31,6 +31,11 @@ impl Ord for Key {
     }
 }
 
+/// The index key of `n`: -0.0 and 0.0 are one key, as `==` says.
+fn num_key(n: f64) -> Key {
+    Key(if n == 0.0 { 0.0 } else { n })
+}
+
 type Seqs = BTreeSet<u64>;
 
 /// Candidates for one arriving ticket, in queue (age) order.
@@ -143,7 +148,7 @@ impl Index {
                     self.numbers
                         .entry(key.clone())
                         .or_default()
-                        .insert((Key(*n), seq));
+                        .insert((num_key(*n), seq));
                 }
             }
         }
@@ -169,7 +174,7 @@ impl Index {
                 Value::Str(s) => set_remove(&mut self.strings, key, s, seq),
                 Value::Num(n) => {
                     if let Some(set) = self.numbers.get_mut(key) {
-                        set.remove(&(Key(*n), seq));
+                        set.remove(&(num_key(*n), seq));
                         if set.is_empty() {
                             self.numbers.remove(key);
                         }
@@ -198,7 +203,7 @@ impl Index {
                     let Some(set) = self.numbers.get(key) else {
                         return Plan::Nothing;
                     };
-                    let k = Key(*n);
+                    let k = num_key(*n);
                     let (lo, hi) = match op {
                         Op::Eq => (Bound::Included(k), Bound::Included(k)),
                         Op::Lt => (Bound::Unbounded, Bound::Excluded(k)),

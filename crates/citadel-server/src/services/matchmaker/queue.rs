@@ -419,6 +419,7 @@ mod tests {
         prop_oneof![
             prop::sample::select(vec!["eu", "us", "jp"]).prop_map(|v| Value::Str(v.into())),
             (-3i32..4).prop_map(|n| Value::Num(f64::from(n))),
+            Just(Value::Num(-0.0)),
         ]
     }
 
