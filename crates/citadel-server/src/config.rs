@@ -81,6 +81,10 @@ pub struct Config {
     pub friends: crate::services::friends::FriendsConfig,
     /// `[groups]`: group bounds.
     pub groups: crate::services::groups::GroupsConfig,
+    /// `[matchmaker]`: ticket queue and handoff bounds.
+    pub matchmaker: crate::services::matchmaker::MatchmakerConfig,
+    /// `[party]`: party size.
+    pub party: crate::services::party::PartyConfig,
 }
 
 /// `[transform_sync]`: networked actors and snapshot replication.
@@ -929,6 +933,8 @@ impl Config {
         self.notifications.validate()?;
         self.friends.validate()?;
         self.groups.validate()?;
+        self.matchmaker.validate()?;
+        self.party.validate()?;
         parse_addr("http.bind", &self.http.bind)?;
         self.http.validate()?;
         let http = &self.http;

@@ -188,6 +188,31 @@ reasons!(
         NotificationsPruned => "notifications_pruned",
         /// Sends refused (bounds, unknown recipient).
         NotificationsRefused => "notifications_refused",
+        /// Tickets queued by `matchmaker.add`.
+        MatchmakerTicketsAdded => "matchmaker_tickets_added",
+        /// `matchmaker.add` calls refused (a bound, a bad query, a queued
+        /// participant, a full queue).
+        MatchmakerRefused => "matchmaker_refused",
+        /// `add` / `cancel` calls held by `matchmaker.calls_per_second`.
+        MatchmakerRateLimited => "matchmaker_rate_limited",
+        /// Candidate tickets examined while forming cohorts.
+        MatchmakerEvaluations => "matchmaker_evaluations",
+        /// Time spent forming cohorts under the queue lock, microseconds.
+        MatchmakerEvaluationMicros => "matchmaker_evaluation_us",
+        /// Matches formed (rooms created).
+        MatchmakerMatchesFormed => "matchmaker_matches_formed",
+        /// Tickets that left the queue in a formed match.
+        MatchmakerTicketsFormed => "matchmaker_tickets_formed",
+        /// Tickets cancelled by their owner.
+        MatchmakerTicketsCancelled => "matchmaker_tickets_cancelled",
+        /// Tickets removed by their TTL.
+        MatchmakerTicketsExpired => "matchmaker_tickets_expired",
+        /// Tickets removed because a member disconnected.
+        MatchmakerTicketsDisconnected => "matchmaker_tickets_disconnected",
+        /// Cohorts whose room could not be created (`rooms.max_rooms`).
+        MatchmakerFormationFailed => "matchmaker_formation_failed",
+        /// Join tokens redeemed by `matchmaker.accept`.
+        MatchmakerAccepted => "matchmaker_accepted",
         /// `friends.add` refused by `friends.max_relations`.
         FriendsLimitRefused => "friends_limit_refused",
         /// Groups created.
@@ -290,6 +315,8 @@ pub struct Metrics {
     closes: [AtomicU64; CloseReason::ALL.len()],
     runtime: [AtomicU64; RuntimeEvent::ALL.len()],
     services: [AtomicU64; ServiceEvent::ALL.len()],
+    /// Tickets queued in the matchmaker now.
+    pub matchmaker_queued: AtomicI64,
 }
 
 fn index_of<T: PartialEq>(all: &[T], item: &T) -> usize {
@@ -372,7 +399,7 @@ impl Metrics {
     }
     /// Every service event count, by label (for `/status`).
     pub fn services_json(&self) -> serde_json::Value {
-        ServiceEvent::ALL
+        let mut map = ServiceEvent::ALL
             .iter()
             .map(|e| {
                 (
@@ -380,8 +407,12 @@ impl Metrics {
                     serde_json::json!(self.service_events(*e)),
                 )
             })
-            .collect::<serde_json::Map<_, _>>()
-            .into()
+            .collect::<serde_json::Map<_, _>>();
+        map.insert(
+            "matchmaker_queued".into(),
+            serde_json::json!(self.matchmaker_queued.load(Ordering::Relaxed)),
+        );
+        map.into()
     }
     /// Counts a refused connection.
     pub fn refused(&self, reason: RefuseReason) {
@@ -483,6 +514,12 @@ impl Metrics {
             self.participants.load(Ordering::Relaxed),
         );
         gauge(&mut out, "citadel_rooms", "Live rooms.", rooms as i64);
+        gauge(
+            &mut out,
+            "citadel_matchmaker_queued_tickets",
+            "Tickets queued in the matchmaker.",
+            self.matchmaker_queued.load(Ordering::Relaxed),
+        );
         counter(
             &mut out,
             "citadel_connections_total",

@@ -34,7 +34,9 @@ use crate::services::accounts::StoreSessionValidator;
 use crate::services::friends::FriendService;
 use crate::services::groups::GroupService;
 use crate::services::live::LiveSessions;
+use crate::services::matchmaker::Matchmaker;
 use crate::services::notifications::NotificationService;
+use crate::services::party::Parties;
 use crate::store::{PoolSettings, SqlStore, Store};
 use crate::transport::renew::UdpEndpoints;
 use crate::transport::tls::TlsIdentity;
@@ -62,6 +64,8 @@ pub struct NodeShared {
     pub friends: Arc<FriendService>,
     /// Groups and their roles.
     pub groups: Arc<GroupService>,
+    /// The ticket matchmaker.
+    pub matchmaker: Arc<Matchmaker>,
     /// Live authenticated connections by session (revocation).
     pub live: Arc<LiveSessions>,
     /// Networked actors and snapshots.
@@ -248,6 +252,17 @@ impl NodeBuilder {
             metrics.clone(),
         ));
         crate::services::groups::rpc::register(&rpc, &groups);
+        let parties = Arc::new(Parties::new(config.party.clone()));
+        let matchmaker = Arc::new(Matchmaker::new(
+            config.matchmaker.clone(),
+            realm.clone(),
+            router.clone(),
+            hub.clone(),
+            metrics.clone(),
+            parties.clone(),
+        ));
+        crate::services::matchmaker::rpc::register(&rpc, &matchmaker);
+        crate::services::party::rpc::register(&rpc, &parties, &matchmaker);
         let runtime = match loaded {
             Some(loaded) => Some(
                 loaded
@@ -266,6 +281,9 @@ impl NodeBuilder {
             ),
             None => None,
         };
+        if let Some(rt) = &runtime {
+            matchmaker.set_labeler(Arc::new(crate::runtime::LuaMatchLabeler::new(rt.clone())));
+        }
         let live = Arc::new(LiveSessions::default());
         let tasks = TaskTracker::new();
         let gateway = Arc::new(ConnectionDeps {
@@ -281,6 +299,7 @@ impl NodeBuilder {
             hub: hub.clone(),
             tasks: tasks.clone(),
             participant_ids: Arc::new(ParticipantIds::default()),
+            matchmaker: matchmaker.clone(),
         });
         let shared = Arc::new(NodeShared {
             metrics: metrics.clone(),
@@ -292,6 +311,7 @@ impl NodeBuilder {
             notifications,
             friends,
             groups,
+            matchmaker,
             live,
             hub,
             shutdown: CancellationToken::new(),
@@ -309,6 +329,10 @@ impl NodeBuilder {
             shared.live.clone(),
             shared.accounts.clone(),
             Duration::from_millis(shared.config.transport.auth.revocation_poll_ms),
+            shared.shutdown.clone(),
+        ));
+        shared.tasks.spawn(crate::services::matchmaker::run_tick(
+            shared.matchmaker.clone(),
             shared.shutdown.clone(),
         ));
         if shared.hub.enabled() {

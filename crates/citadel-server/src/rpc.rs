@@ -108,6 +108,12 @@ impl RpcError {
 pub trait RpcHandler: Send + Sync + 'static {
     /// Handles one call.
     fn call(&self, ctx: RpcContext, payload: Bytes) -> BoxFuture<Result<Bytes, RpcError>>;
+
+    /// Runs once the success reply of `call` is queued on the caller's
+    /// reliable lane, so what it sends arrives after the reply (the
+    /// matchmaker forms a match after `add`, and sends ROOM_JOINED after
+    /// `accept`). Default: nothing.
+    fn after_reply(&self, _ctx: &RpcContext) {}
 }
 
 impl<F, Fut> RpcHandler for F

@@ -88,6 +88,8 @@ pub struct ConnectionDeps {
     pub tasks: TaskTracker,
     /// Participant id allocator.
     pub participant_ids: Arc<ParticipantIds>,
+    /// The matchmaker (presence of accounts, queued tickets on disconnect).
+    pub matchmaker: Arc<crate::services::matchmaker::Matchmaker>,
 }
 
 /// What the transport should do after an envelope.
@@ -232,6 +234,7 @@ impl Connection {
                     .realm
                     .register(participant_id, user_id, self.outbound.clone());
                 if let Identity::Authenticated(session) = &identity {
+                    deps.matchmaker.connected(participant_id, &session.user_id);
                     deps.live.register(
                         &session.session_id,
                         &session.user_id,
@@ -453,10 +456,14 @@ impl Connection {
         let tasks = deps.tasks.clone();
         tasks.spawn(async move {
             let _permit = permit;
+            let mut after = None;
             let (status, payload) = match handler {
                 Err(refusal) => (RPC_STATUS_ERROR, Bytes::from_static(refusal.as_bytes())),
-                Ok(handler) => match tokio::time::timeout(deadline, handler.call(ctx, request.payload)).await {
-                    Ok(Ok(reply)) => (RPC_STATUS_OK, reply),
+                Ok(handler) => match tokio::time::timeout(deadline, handler.call(ctx.clone(), request.payload)).await {
+                    Ok(Ok(reply)) => {
+                        after = Some(handler);
+                        (RPC_STATUS_OK, reply)
+                    }
                     Ok(Err(err)) => {
                         tracing::warn!(method = %request.method, error = %err, "RPC handler failed");
                         (RPC_STATUS_ERROR, err.client_message())
@@ -477,6 +484,9 @@ impl Connection {
                 payload,
             };
             outbound.send_envelope(&response.to_envelope());
+            if let Some(handler) = after {
+                handler.after_reply(&ctx);
+            }
         });
     }
 
@@ -490,6 +500,7 @@ impl Connection {
                     .live
                     .unregister(&session.session_id, live.participant_id);
             }
+            self.deps.matchmaker.disconnected(live.participant_id);
             self.deps.realm.unregister(live.participant_id);
             self.deps.router.detach(live.participant_id);
             if let Some(rt) = &self.deps.runtime {
@@ -593,6 +604,15 @@ mod tests {
             router.clone(),
         )
         .unwrap();
+        let hub = Arc::new(hub);
+        let matchmaker = Arc::new(crate::services::matchmaker::Matchmaker::new(
+            Default::default(),
+            realm.clone(),
+            router.clone(),
+            hub.clone(),
+            metrics.clone(),
+            Arc::new(crate::services::party::Parties::default()),
+        ));
         let deps = Arc::new(ConnectionDeps {
             auth: AuthConfig::default(),
             limits: LimitsConfig::default(),
@@ -603,9 +623,10 @@ mod tests {
             validator: Arc::new(RejectAllTokens),
             runtime: None,
             live: Arc::new(LiveSessions::default()),
-            hub: Arc::new(hub),
+            hub,
             tasks: TaskTracker::new(),
             participant_ids: Arc::new(ParticipantIds::default()),
+            matchmaker,
         });
         let limits = LaneLimits {
             reliable_capacity: 64,

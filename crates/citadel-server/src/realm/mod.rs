@@ -11,6 +11,7 @@
 //! → any of `join_or_create` / `join_by_id` / `leave` / `map_ready` →
 //! [`Realm::unregister`].
 
+mod matched;
 mod members;
 mod policy;
 

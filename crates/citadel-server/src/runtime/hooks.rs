@@ -1,5 +1,6 @@
 //! Hook registration (`citadel.on_rpc`, `on_message`, `on_join`,
-//! `on_leave`, `on_tick`, `on_room_create`, `on_room_join`) and the
+//! `on_leave`, `on_tick`, `on_room_create`, `on_room_join`,
+//! `on_matchmaker_matched`) and the
 //! [`Registered`] snapshot the node reads without touching the VM.
 //!
 //! Handlers live in a Lua table kept in the VM's registry (never in Rust
@@ -33,15 +34,18 @@ pub enum Hook {
     RoomCreate,
     /// `on_room_join`.
     RoomJoin,
+    /// `on_matchmaker_matched`.
+    MatchmakerMatched,
 }
 
 impl Hook {
-    const ALL: [Hook; 5] = [
+    const ALL: [Hook; 6] = [
         Hook::Join,
         Hook::Leave,
         Hook::Tick,
         Hook::RoomCreate,
         Hook::RoomJoin,
+        Hook::MatchmakerMatched,
     ];
 
     fn key(self) -> &'static str {
@@ -51,6 +55,7 @@ impl Hook {
             Hook::Tick => "tick",
             Hook::RoomCreate => "room_create",
             Hook::RoomJoin => "room_join",
+            Hook::MatchmakerMatched => "matchmaker_matched",
         }
     }
 }

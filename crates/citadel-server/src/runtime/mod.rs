@@ -31,7 +31,7 @@ mod worker;
 
 pub use api::{ActorSpawn, Command, FIRST_ACTOR_ID, MAX_BODY_BYTES, MAX_COMMANDS, MAX_TOTAL_BYTES};
 pub use hooks::Registered;
-pub use policy::{LuaRoomPolicy, LuaRpc};
+pub use policy::{LuaMatchLabeler, LuaRoomPolicy, LuaRpc};
 pub use services::HostServices;
 pub use vm::{Caller, Failure, LabelSpec, LoadError};
 pub use worker::Origin;
@@ -77,6 +77,10 @@ pub(crate) enum Call {
         caller: Caller,
         room_id: RoomId,
         reply: oneshot::Sender<bool>,
+    },
+    MatchmakerMatched {
+        info: crate::services::matchmaker::label::MatchInfo,
+        reply: oneshot::Sender<Option<LabelSpec>>,
     },
 }
 
@@ -323,6 +327,22 @@ impl Runtime {
             params,
             reply,
         }) {
+            return None;
+        }
+        rx.await.ok().flatten()
+    }
+
+    /// Runs `on_matchmaker_matched`; `None` = use the default match label
+    /// (no handler, nil, error, timeout, full queue).
+    pub async fn matchmaker_matched(
+        &self,
+        info: crate::services::matchmaker::label::MatchInfo,
+    ) -> Option<LabelSpec> {
+        if !self.registered().has(hooks::Hook::MatchmakerMatched) {
+            return None;
+        }
+        let (reply, rx) = oneshot::channel();
+        if !self.submit(Call::MatchmakerMatched { info, reply }) {
             return None;
         }
         rx.await.ok().flatten()

@@ -1,6 +1,7 @@
 //! Adapters that plug the runtime into the node's extension points: the
 //! [`RpcHandler`] registered for each script method, and the
-//! [`RoomPolicy`] backed by `on_room_create` / `on_room_join`.
+//! [`RoomPolicy`] backed by `on_room_create` / `on_room_join`, and the
+//! [`MatchLabeler`] backed by `on_matchmaker_matched`.
 //!
 //! Seed semantics: no handler → the fallback policy (params are the map,
 //! everyone may join); a nil, failing or timed-out `on_room_create` → the
@@ -14,6 +15,7 @@ use crate::gateway::handshake::BoxFuture;
 use crate::place::{Place, RoomId};
 use crate::realm::{DefaultRoomPolicy, PolicyContext, RoomLabel, RoomPolicy};
 use crate::rpc::{RpcContext, RpcError, RpcHandler};
+use crate::services::matchmaker::label::{MatchInfo, MatchLabeler, default_label};
 
 /// The handler registered for every script RPC method.
 #[derive(Debug, Clone)]
@@ -86,5 +88,42 @@ impl RoomPolicy for LuaRoomPolicy {
     fn on_room_join(&self, ctx: PolicyContext, room_id: RoomId) -> BoxFuture<bool> {
         let runtime = self.runtime.clone();
         Box::pin(async move { runtime.room_join(caller(ctx), room_id).await })
+    }
+}
+
+/// Matched-room labels chosen by `on_matchmaker_matched`. A string is the
+/// map; a table may set `map`, `mode` and `max_players` (0 or absent: the
+/// match size). Missing fields, no hook, an error or a timeout fall back to
+/// `map = "default"`, `mode = "matchmaker"`. The room is always closed.
+#[derive(Debug, Clone)]
+pub struct LuaMatchLabeler {
+    runtime: Runtime,
+}
+
+impl LuaMatchLabeler {
+    /// Labels decided by `runtime`'s hook.
+    pub fn new(runtime: Runtime) -> Self {
+        LuaMatchLabeler { runtime }
+    }
+}
+
+impl MatchLabeler for LuaMatchLabeler {
+    fn label(&self, info: MatchInfo, members: u32) -> BoxFuture<RoomLabel> {
+        let runtime = self.runtime.clone();
+        Box::pin(async move {
+            let mut label = default_label(members);
+            if let Some(spec) = runtime.matchmaker_matched(info).await {
+                if let Some(map) = spec.map.filter(|m| !m.is_empty()) {
+                    label.map = map;
+                }
+                if !spec.mode.is_empty() {
+                    label.mode = spec.mode;
+                }
+                if spec.max_players != 0 {
+                    label.max_players = spec.max_players;
+                }
+            }
+            label
+        })
     }
 }

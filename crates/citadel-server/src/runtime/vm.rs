@@ -18,6 +18,8 @@ use super::api::{self, ActorIds, Command, Invocation};
 use super::hooks::{self, Hook, Registered};
 use super::sandbox;
 use crate::place::{Place, RoomId};
+use crate::services::matchmaker::label::MatchInfo;
+use crate::services::matchmaker::query::Value as PropValue;
 
 /// The load / reload deadline (fixed by the spec).
 pub const LOAD_DEADLINE: Duration = Duration::from_millis(5_000);
@@ -327,6 +329,41 @@ impl Vm {
             ctx.set("method", "room.create")?;
             let value = f.call::<Value>((ctx, lua.create_string(params)?))?;
             parse_label(value)
+        })
+    }
+
+    /// `on_matchmaker_matched`: `fn(ctx, match)`, returning a label like
+    /// `on_room_create`; `Ok(None)` = no handler or nil. `match.tickets`
+    /// lists `{ticket_id, user_ids, properties, query}`.
+    pub fn matchmaker_matched(&self, info: &MatchInfo) -> Outcome<Option<LabelSpec>> {
+        self.invoke(self.limits.deadline, |lua| {
+            let Some(f) = hooks::hook_fn(lua, Hook::MatchmakerMatched)? else {
+                return Ok(None);
+            };
+            let ctx = lua.create_table()?;
+            ctx.set("method", "matchmaker.matched")?;
+            let tickets = lua.create_table()?;
+            for (i, t) in info.tickets.iter().enumerate() {
+                let entry = lua.create_table()?;
+                entry.set("ticket_id", t.ticket_id.as_str())?;
+                entry.set(
+                    "user_ids",
+                    lua.create_sequence_from(t.user_ids.iter().map(String::as_str))?,
+                )?;
+                let props = lua.create_table()?;
+                for (k, v) in &t.properties {
+                    match v {
+                        PropValue::Str(s) => props.set(k.as_str(), s.as_str())?,
+                        PropValue::Num(n) => props.set(k.as_str(), *n)?,
+                    }
+                }
+                entry.set("properties", props)?;
+                entry.set("query", t.query.as_str())?;
+                tickets.set(i + 1, entry)?;
+            }
+            let matched = lua.create_table()?;
+            matched.set("tickets", tickets)?;
+            parse_label(f.call::<Value>((ctx, matched))?)
         })
     }
 

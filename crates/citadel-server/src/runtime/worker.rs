@@ -223,6 +223,11 @@ impl Worker {
                 let result = self.finish("on_room_create", out, origin_of(&caller));
                 let _ = reply.send(result.ok().flatten());
             }
+            Call::MatchmakerMatched { info, reply } => {
+                let out = self.vm.matchmaker_matched(&info);
+                let result = self.finish("on_matchmaker_matched", out, Origin::Server);
+                let _ = reply.send(result.ok().flatten());
+            }
             Call::RoomJoin {
                 caller,
                 room_id,
