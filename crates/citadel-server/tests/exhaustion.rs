@@ -1,4 +1,4 @@
-//! Issue 21: one client must not lock every player out. Over real sockets
+//! One client must not lock every player out. Over real sockets
 //! on 127.0.0.1 (127.0.0.2 and 127.0.0.3 as other source addresses): the
 //! HTTP header read and keep-alive timeouts, the HTTP caps per address and
 //! in total, a saturated HTTP listener that still lets a new player log in
