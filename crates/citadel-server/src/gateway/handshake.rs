@@ -39,7 +39,7 @@ pub trait SessionValidator: Send + Sync + 'static {
 }
 
 /// A validator that refuses every token, so only guests get in
-/// (`NodeBuilder::reject_all_tokens`; also the handshake's unit tests).
+/// (`NodeBuilder::reject_all_tokens`; also the connection's unit tests).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RejectAllTokens;
 
