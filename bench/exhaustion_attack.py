@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Issue 21's attack, to check a node's exhaustion limits by hand.
+"""Slow partial requests and a one-address flood, to check a node's
+exhaustion limits by hand (figures in docs/operations.md).
 
 Usage: python3 bench/exhaustion_attack.py HTTP_PORT WS_PORT [FLOOD]
 against a node on 127.0.0.1 (needs 127.0.0.2 as a second source address,

@@ -4,7 +4,7 @@
 //! What it is: for every headline metric of the Citadel report, its value
 //! on each target and the ratios Citadel/Colyseus and Citadel/raw (a ratio
 //! above 1 means "Citadel is better" only for higher-is-better metrics; the
-//! table says which). For relay-fanout it also checks the targets
+//! table says which). For relay-fanout it also checks the targets
 //! (≥ 3× Colyseus, ≥ 60 % of raw deliveries/s). What it is not: a runner —
 //! `bench/compare.sh` runs the three targets and then calls this.
 //!

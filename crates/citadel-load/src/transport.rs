@@ -1,8 +1,10 @@
 //! The bot transport seam: what a bot needs from a connection, whatever the
 //! server and the wire.
 //!
-//! What it is: [`Connector`] opens one authenticated connection (WebSocket
-//! today; QUIC plugs in as another implementation when its branch lands),
+//! What it is: [`Connector`] opens one authenticated connection (the
+//! implementations speak WebSocket, to Citadel, the raw relay and Colyseus;
+//! bots do not use QUIC or WebTransport, which would be one more
+//! implementation over `citadel_client::QuicClient`),
 //! [`BotTransport`] is that connection as a bot uses it (join a room, send a
 //! relay payload, send an RPC, receive), and [`AuthMode`] says how bots
 //! authenticate. What it is not: a client SDK; implementations live in

@@ -756,7 +756,7 @@ impl Default for ShutdownConfig {
     }
 }
 
-// ---- [runtime] (Lua runtime, issue 6) ----
+// ---- [runtime] (Lua runtime) ----
 
 /// `[runtime]`: the embedded Lua runtime (see `docs/scripting.md`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

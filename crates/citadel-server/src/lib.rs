@@ -1,9 +1,11 @@
 //! # citadel-server
 //!
 //! The Citadel node: realtime over WebSocket, QUIC and WebTransport
-//! (handshake, rooms, relay, RPC routing, backpressure), the HTTP operations endpoints, configuration and
-//! graceful shutdown. The `citadel` binary (`src/main.rs`) is a thin CLI
-//! over [`node::NodeBuilder`].
+//! (handshake, rooms, relay, RPC routing, backpressure), networked actors
+//! and transform sync, the embedded Lua runtime, accounts, notifications,
+//! friends and groups over SQLite or PostgreSQL, the HTTP endpoints,
+//! configuration and graceful shutdown. The `citadel` binary
+//! (`src/main.rs`) is a thin CLI over [`node::NodeBuilder`].
 //!
 //! ## Layout
 //!
@@ -15,18 +17,21 @@
 //! | [`place`] | `Place` (default dimension or a room) and `RoomId` |
 //! | [`router`] | delivery: the one path from any producer into connections' lanes |
 //! | [`realm`] | rooms, the default dimension, room policy |
+//! | [`actors`] | transform sync: actor worlds per place, NPCs, presences, snapshots |
 //! | [`rpc`] | method registry with reserved built-in namespaces |
 //! | [`runtime`] | embedded Lua: hooks, host functions, budgets, hot reload |
+//! | [`services`] | accounts, sessions and tokens, revocation, notifications, friends, groups |
+//! | [`store`] | durable state: one trait per domain, one sqlx implementation (SQLite / PostgreSQL) |
 //! | [`http`] | `/health`, `/status`, `/metrics`, `/v1`; its accept loop and connection bounds |
 //! | [`conn_limits`] | per-address connection caps, accept backoff on descriptor exhaustion |
 //! | [`fdlimit`] | `RLIMIT_NOFILE` raised at start and checked against the caps |
 //! | [`metrics`] | counters, drop and close reasons |
+//! | [`banner`] | the startup banner (listener URLs, descriptor notes) |
 //! | [`node`] | wiring, listeners, shutdown |
 //!
 //! What it is not (yet): the validated owner-input path of transform sync
-//! and the matchmaker, notifications and chat services; reference-only config
-//! keys are accepted where noted so existing configuration files load.
-//! accepted so existing configuration files load.
+//! (input frames are acknowledged and counted, not applied), NetworkPeer
+//! replication (kinds 13-15), and chat (its RPC namespace is reserved).
 
 #![forbid(unsafe_code)]
 

@@ -242,7 +242,7 @@ fn main() -> std::process::ExitCode {
                     config.logging.level,
                     config.logging.format
                 );
-                // The Lua script is built too (issue 6); nothing is started.
+                // The Lua script is loaded and its registrations counted; nothing is started.
                 match citadel_server::runtime::check(&config.runtime) {
                     Ok(Some(registered)) => {
                         println!(

@@ -5,18 +5,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use citadel_server::store::{AccountStore, CredentialKind, PoolSettings, SqlStore};
 use common::*;
 use serde_json::json;
-
-fn citadel() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_citadel"))
-}
 
 fn write_config(url: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("citadel-crash-{}", std::process::id()));
@@ -41,32 +35,10 @@ fn write_config(url: &str) -> std::path::PathBuf {
 async fn acknowledged_registrations_survive_sigkill() {
     let url = temp_sqlite_url();
     let config = write_config(&url);
-    let mut child = citadel()
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env("CITADEL_LOG_LEVEL", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
+    let (mut child, banner) = tokio::task::spawn_blocking(move || spawn_citadel(serve(&config)))
+        .await
         .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let http_addr: std::net::SocketAddr = tokio::task::spawn_blocking(move || {
-        let mut reader = BufReader::new(stdout);
-        let mut line = String::new();
-        while reader.read_line(&mut line).unwrap() > 0 {
-            if let Some(pos) = line.find("http://")
-                && let Some(addr) = line[pos + 7..].split('/').next()
-            {
-                let addr = addr.to_owned();
-                std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-                return addr.parse().unwrap();
-            }
-            line.clear();
-        }
-        panic!("no HTTP address in the banner");
-    })
-    .await
-    .unwrap();
+    let http_addr = banner.http;
     let acknowledged = Arc::new(Mutex::new(Vec::new()));
     let mut workers = Vec::new();
     for w in 0..8 {

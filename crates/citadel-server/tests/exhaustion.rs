@@ -1,4 +1,4 @@
-//! Issue 21: one client must not lock every player out. Over real sockets
+//! One client must not lock every player out. Over real sockets
 //! on 127.0.0.1 (127.0.0.2 and 127.0.0.3 as other source addresses): the
 //! HTTP header read and keep-alive timeouts, the HTTP caps per address and
 //! in total, a saturated HTTP listener that still lets a new player log in
@@ -634,8 +634,8 @@ fn spawn_limited(
     limit: u32,
     config: &std::path::Path,
 ) -> (std::process::Child, String, SocketAddr) {
-    use std::io::{BufRead, BufReader};
-    let mut child = std::process::Command::new("sh")
+    let mut command = std::process::Command::new("sh");
+    command
         .arg("-c")
         .arg(format!(
             "ulimit -n {limit} && exec \"$0\" serve --config \"$1\""
@@ -643,29 +643,9 @@ fn spawn_limited(
         .arg(env!("CARGO_BIN_EXE_citadel"))
         .arg(config)
         .env("CITADEL_LOG_LEVEL", "warn")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut banner = String::new();
-    let mut line = String::new();
-    while reader.read_line(&mut line).unwrap() > 0 {
-        banner.push_str(&line);
-        if line.starts_with('╰') {
-            break;
-        }
-        line.clear();
-    }
-    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-    let pos = banner.find("http://").expect("HTTP in the banner");
-    let http = banner[pos + 7..]
-        .split('/')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
-    (child, banner, http)
+        .stderr(std::process::Stdio::piped());
+    let (child, banner) = common::spawn_citadel(command);
+    (child, banner.text, banner.http)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -341,36 +341,9 @@ async fn a_notification_survives_a_restart_on_the_same_sqlite_file() {
 /// The `citadel` binary serving `config`; returns the child and its HTTP
 /// and WebSocket addresses read from the banner.
 fn spawn_binary(config: &std::path::Path) -> (std::process::Child, String, String) {
-    use std::io::{BufRead, BufReader};
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_citadel"))
-        .args(["serve", "--config"])
-        .arg(config)
-        .env("CITADEL_LOG_LEVEL", "warn")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let (mut http, mut ws) = (None, None);
-    let mut line = String::new();
-    while (http.is_none() || ws.is_none()) && reader.read_line(&mut line).unwrap() > 0 {
-        if let Some(pos) = line.find("http://") {
-            http.get_or_insert_with(|| line[pos + 7..].split('/').next().unwrap().to_owned());
-        }
-        if let Some(pos) = line.find("ws://") {
-            ws = Some(format!(
-                "ws://{}/",
-                line[pos + 5..].split('/').next().unwrap()
-            ));
-        }
-        line.clear();
-    }
-    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-    (
-        child,
-        http.expect("HTTP in the banner"),
-        ws.expect("WebSocket in the banner"),
-    )
+    let (child, banner) = spawn_citadel(serve(config));
+    let ws = banner.ws_url().to_owned();
+    (child, banner.http.to_string(), ws)
 }
 
 async fn login(http_addr: &str, name: &str) -> (String, String) {
@@ -420,7 +393,7 @@ async fn a_notification_whose_send_returned_survives_sigkill_and_the_cli_stores_
     let id = id.split('|').next().unwrap().to_owned();
 
     // The operator CLI stores into the same inbox while the node is down.
-    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_citadel"))
+    let cli = citadel()
         .args([
             "notification",
             "send",
@@ -438,7 +411,7 @@ async fn a_notification_whose_send_returned_survives_sigkill_and_the_cli_stores_
     let printed: Value = serde_json::from_slice(&cli.stdout).unwrap();
     assert_shape(&printed);
     assert_eq!(printed["content"], json!({"minutes": 5}));
-    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_citadel"))
+    let bad = citadel()
         .args([
             "notification",
             "send",

@@ -3,8 +3,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use citadel_client::WsClient;
@@ -88,10 +87,6 @@ async fn shutdown_flushes_queued_envelopes_then_closes_going_away() {
     );
 }
 
-fn citadel() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_citadel"))
-}
-
 fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("citadel-ops-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -154,27 +149,10 @@ async fn serve_prints_a_banner_and_exits_cleanly_on_sigterm() {
             temp_sqlite_url()
         ),
     );
-    let mut child = citadel()
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env("CITADEL_LOG_LEVEL", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
+    let (mut child, banner) = tokio::task::spawn_blocking(move || spawn_citadel(serve(&config)))
+        .await
         .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let url = tokio::task::spawn_blocking(move || {
-        for line in BufReader::new(stdout).lines() {
-            let line = line.unwrap();
-            if let Some(pos) = line.find("ws://") {
-                return line[pos..].trim_end_matches(['│', ' ']).to_owned();
-            }
-        }
-        panic!("no websocket URL in the banner");
-    })
-    .await
-    .unwrap();
-    let (client, _) = WsClient::connect_as_guest(&url).await.unwrap();
+    let (client, _) = WsClient::connect_as_guest(banner.ws_url()).await.unwrap();
     let mut client = TestClient::Ws(client);
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])

@@ -1,4 +1,4 @@
-//! What browser clients need from the node (issue 19): CORS on the `/v1`
+//! What browser clients need from the node: CORS on the `/v1`
 //! API (default any origin, an explicit list, preflights), the base64
 //! certificate hash of `/v1/webtransport`, the `/demo` page and its bundle,
 //! and inbound datagrams counted in `envelopes_in`. The SDK's own tests

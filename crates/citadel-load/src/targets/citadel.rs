@@ -6,8 +6,8 @@
 //! `warn` logs, connection and room limits sized to the scenario) and starts
 //! the binary; [`CitadelConnector`] / [`CitadelBot`] implement the
 //! `transport` traits, with guest or device authentication (`AuthMode`).
-//! What it is not: a QUIC transport (it plugs in as another `Connector`
-//! when that branch lands).
+//! What it is not: a QUIC or WebTransport transport; the node serves both,
+//! but the bots dial only its WebSocket listener.
 //!
 //! Call order: `spawn` → `CitadelConnector::new(url)` → `connect` per bot.
 

@@ -30,14 +30,16 @@ pub struct SessionIdentity {
     pub session_id: String,
 }
 
-/// Validates realtime session tokens. The accounts service implements it;
-/// until then [`RejectAllTokens`] refuses every token.
+/// Validates realtime session tokens. The node uses the accounts service's
+/// `StoreSessionValidator` (tokens checked against the store) unless the
+/// builder is given another; [`RejectAllTokens`] refuses every token.
 pub trait SessionValidator: Send + Sync + 'static {
     /// `Some` for a valid, unexpired, unrevoked access token.
     fn validate(&self, token: &str) -> BoxFuture<Option<SessionIdentity>>;
 }
 
-/// The validator used when no account store is configured.
+/// A validator that refuses every token, so only guests get in
+/// (`NodeBuilder::reject_all_tokens`; also the connection's unit tests).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RejectAllTokens;
 

@@ -1,10 +1,14 @@
 //! Shared helpers for the node's integration tests: a node on ephemeral
 //! 127.0.0.1 ports (WebSocket, QUIC and WebTransport) with test RPC
 //! methods, [`TestClient`] (one surface over `WsClient` and `QuicClient` so
-//! one test body runs on every transport), a tiny HTTP GET.
+//! one test body runs on every transport), a tiny HTTP GET, and the
+//! `citadel` binary with its banner (`binary`).
 #![allow(dead_code)]
 
+mod binary;
 mod client;
+#[allow(unused_imports)]
+pub use binary::{Banner, citadel, serve, spawn as spawn_citadel};
 #[allow(unused_imports)]
 pub use client::{AnyClient, TestClient, Transport, node_trust};
 
