@@ -106,9 +106,9 @@ CitadelStatus citadel_client_connect_websocket(const char *url, CitadelClient **
 // `server_name` may be null or empty; otherwise it must equal the host part
 // of `addr` (the TLS server name is always that host). `insecure = true`
 // accepts any server certificate: development only. `insecure = false`
-// needs public-CA verification, which this build does not ship: it returns
-// `INVALID_ARGUMENT`; pin the server's certificate with
-// `citadel_client_connect_quic_pinned` instead.
+// verifies the chain up to the platform's trusted roots (public CAs) and
+// the host name, as a browser does; a self-signed development certificate
+// then fails with `CONNECT` (pin it with `citadel_client_connect_quic_pinned`).
 //
 // Ownership: as `citadel_client_connect_websocket`.
 //

@@ -184,9 +184,9 @@ pub unsafe extern "C" fn citadel_client_connect_websocket(
 /// `server_name` may be null or empty; otherwise it must equal the host part
 /// of `addr` (the TLS server name is always that host). `insecure = true`
 /// accepts any server certificate: development only. `insecure = false`
-/// needs public-CA verification, which this build does not ship: it returns
-/// `INVALID_ARGUMENT`; pin the server's certificate with
-/// `citadel_client_connect_quic_pinned` instead.
+/// verifies the chain up to the platform's trusted roots (public CAs) and
+/// the host name, as a browser does; a self-signed development certificate
+/// then fails with `CONNECT` (pin it with `citadel_client_connect_quic_pinned`).
 ///
 /// Ownership: as `citadel_client_connect_websocket`.
 ///
@@ -215,13 +215,12 @@ pub unsafe extern "C" fn citadel_client_connect_quic(
                 ));
             }
         }
-        if !insecure {
-            return Err(Failure::invalid(
-                "public-CA verification is not available in this build: use \
-                 citadel_client_connect_quic_pinned (or insecure=true in development)",
-            ));
-        }
-        let client = Client::connect_quic(addr, QuicTrust::Insecure)?;
+        let trust = if insecure {
+            QuicTrust::Insecure
+        } else {
+            QuicTrust::SystemRoots
+        };
+        let client = Client::connect_quic(addr, trust)?;
         // SAFETY: `out_handle` checked non-null above.
         Ok(unsafe { hand_out(client, out_handle) })
     })

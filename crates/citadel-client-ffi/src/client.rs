@@ -37,6 +37,8 @@ pub enum QuicTrust {
     Pinned(Vec<rustls_pki_types::CertificateDer<'static>>),
     /// Accept any certificate (development only).
     Insecure,
+    /// Verify the chain to the platform's trusted roots and the host name.
+    SystemRoots,
 }
 
 /// The result of one poll.
@@ -131,6 +133,7 @@ impl Client {
         let trust = match trust {
             QuicTrust::Pinned(certs) => ServerTrust::Pinned(certs),
             QuicTrust::Insecure => ServerTrust::InsecureDev,
+            QuicTrust::SystemRoots => ServerTrust::SystemRoots,
         };
         let addr = addr.to_owned();
         start(async move { QuicClient::connect(&addr, trust).await.map(Transport::Quic) })

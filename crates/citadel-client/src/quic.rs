@@ -15,6 +15,8 @@
 //! What it is not: no background task, reconnect, reply timeouts or token
 //! storage; it never logs tokens. Certificate checks: [`ServerTrust::Pinned`]
 //! accepts exactly the given certificate(s) as the server's leaf;
+//! [`ServerTrust::SystemRoots`] verifies the chain up to the platform's
+//! trusted roots and the host name (WebPKI, as a browser does);
 //! [`ServerTrust::InsecureDev`] accepts any (development only).
 //!
 //! Call order: [`QuicClient::connect`] → [`QuicClient::authenticate`] →
@@ -54,6 +56,9 @@ pub enum ServerTrust {
     /// Accept only these certificates (DER) as the server's leaf, e.g. the
     /// node's `dev-cert.pem`; the TLS signature is still verified.
     Pinned(Vec<CertificateDer<'static>>),
+    /// Verify the chain up to the platform's trusted roots (public CAs)
+    /// and the host name of the address.
+    SystemRoots,
     /// Accept any certificate. Development only: it gives no protection
     /// against an active attacker.
     InsecureDev,
@@ -421,18 +426,43 @@ fn send_error(err: impl fmt::Display) -> ClientError {
     ClientError::Send(err.to_string())
 }
 
+/// The root store of a WebPKI check: the given roots, or the platform's.
+fn root_store(trust: &ServerTrust) -> ClientResult<Option<rustls::RootCertStore>> {
+    let certs = match trust {
+        ServerTrust::SystemRoots => {
+            let found = rustls_native_certs::load_native_certs();
+            if found.certs.is_empty() {
+                return Err(ClientError::Connect(format!(
+                    "no trusted root certificates found on this system ({} errors)",
+                    found.errors.len()
+                )));
+            }
+            found.certs
+        }
+        ServerTrust::Pinned(_) | ServerTrust::InsecureDev => return Ok(None),
+    };
+    let mut store = rustls::RootCertStore::empty();
+    let (added, _ignored) = store.add_parsable_certificates(certs);
+    if added == 0 {
+        return Err(ClientError::Config(
+            "none of the root certificates could be parsed".into(),
+        ));
+    }
+    Ok(Some(store))
+}
+
 fn client_config(trust: ServerTrust) -> ClientResult<quinn::ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier = Arc::new(PinnedVerifier {
-        trust,
-        provider: provider.clone(),
-    });
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(|e| ClientError::Config(e.to_string()))?
-        .dangerous()
-        .with_custom_certificate_verifier(verifier)
-        .with_no_client_auth();
+        .map_err(|e| ClientError::Config(e.to_string()))?;
+    let mut tls = match root_store(&trust)? {
+        Some(roots) => builder.with_root_certificates(roots).with_no_client_auth(),
+        None => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(PinnedVerifier { trust, provider }))
+            .with_no_client_auth(),
+    };
     tls.alpn_protocols = vec![ALPN.to_vec()];
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
         .map_err(|e| ClientError::Config(e.to_string()))?;
@@ -467,9 +497,10 @@ impl ServerCertVerifier for PinnedVerifier {
             ServerTrust::Pinned(pinned) if pinned.iter().any(|c| c == end_entity) => {
                 Ok(ServerCertVerified::assertion())
             }
-            ServerTrust::Pinned(_) => Err(rustls::Error::InvalidCertificate(
-                rustls::CertificateError::UnknownIssuer,
-            )),
+            // SystemRoots uses rustls's WebPKI verifier instead.
+            ServerTrust::Pinned(_) | ServerTrust::SystemRoots => Err(
+                rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer),
+            ),
         }
     }
 
