@@ -50,41 +50,14 @@ struct Player {
 }
 
 async fn player(node: &RunningNode, name: &str) -> Player {
-    let body = json!({"id": format!("dev-{name}"), "create": true, "username": name});
-    let r = http(
-        node.http_addr,
-        "POST",
-        "/v1/auth/device",
-        None,
-        Some(&body.to_string()),
-    )
-    .await;
-    assert!(r.status == 200 || r.status == 201, "{r:?}");
-    let pair = r.json();
-    let mut client = connect(node, Transport::Ws).await;
-    client
-        .authenticate(Some(pair["token"].as_str().unwrap()))
-        .await
-        .unwrap();
+    let (id, token) = device_account(node, name).await;
     Player {
-        id: pair["user_id"].as_str().unwrap().to_owned(),
-        client,
+        id,
+        client: login(node, &token).await,
     }
 }
 
-async fn call(client: &mut TestClient, method: &str, payload: Value) -> Result<Value, String> {
-    match tokio::time::timeout(
-        STEP,
-        client.call_rpc(method, payload.to_string().as_bytes()),
-    )
-    .await
-    .expect("reply in time")
-    {
-        Ok(bytes) => Ok(serde_json::from_slice(&bytes).unwrap()),
-        Err(citadel_client::ClientError::Rpc { message, .. }) => Err(message),
-        Err(other) => panic!("{other:?}"),
-    }
-}
+use common::call_json as call;
 
 impl Player {
     async fn rpc(&mut self, method: &str, payload: Value) -> Result<Value, String> {

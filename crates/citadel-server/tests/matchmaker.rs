@@ -39,45 +39,12 @@ struct Player {
 }
 
 async fn player(node: &RunningNode, name: &str) -> Player {
-    let body = json!({"id": format!("dev-{name}"), "create": true, "username": name});
-    let r = http(
-        node.http_addr,
-        "POST",
-        "/v1/auth/device",
-        None,
-        Some(&body.to_string()),
-    )
-    .await;
-    assert!(r.status == 200 || r.status == 201, "{r:?}");
-    let pair = r.json();
-    let token = pair["token"].as_str().unwrap().to_owned();
+    let (id, token) = device_account(node, name).await;
     let client = login(node, &token).await;
-    Player {
-        id: pair["user_id"].as_str().unwrap().to_owned(),
-        token,
-        client,
-    }
+    Player { id, token, client }
 }
 
-async fn login(node: &RunningNode, token: &str) -> TestClient {
-    let mut client = connect(node, Transport::Ws).await;
-    client.authenticate(Some(token)).await.unwrap();
-    client
-}
-
-async fn call(client: &mut TestClient, method: &str, payload: Value) -> Result<Value, String> {
-    match tokio::time::timeout(
-        STEP,
-        client.call_rpc(method, payload.to_string().as_bytes()),
-    )
-    .await
-    .expect("reply in time")
-    {
-        Ok(bytes) => Ok(serde_json::from_slice(&bytes).unwrap()),
-        Err(citadel_client::ClientError::Rpc { message, .. }) => Err(message),
-        Err(other) => panic!("{other:?}"),
-    }
-}
+use common::call_json as call;
 
 fn ticket(query: &str, props: Value, min: u64, max: u64) -> Value {
     json!({"query": query, "properties": props, "min_count": min, "max_count": max, "ttl_ms": 60_000})

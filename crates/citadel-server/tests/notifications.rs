@@ -60,30 +60,9 @@ async fn start_on(config: Config) -> RunningNode {
     NodeBuilder::new(config).start().await.expect("node starts")
 }
 
-/// A fresh account (device login); returns (user_id, access token).
-async fn account(node: &RunningNode, name: &str) -> (String, String) {
-    let body = json!({"id": format!("dev-{name}"), "create": true, "username": name});
-    let r = http(
-        node.http_addr,
-        "POST",
-        "/v1/auth/device",
-        None,
-        Some(&body.to_string()),
-    )
-    .await;
-    assert!(r.status == 200 || r.status == 201, "{r:?}");
-    let pair = r.json();
-    (
-        pair["user_id"].as_str().unwrap().to_owned(),
-        pair["token"].as_str().unwrap().to_owned(),
-    )
-}
-
-async fn session(node: &RunningNode, token: &str) -> TestClient {
-    let mut client = connect(node, Transport::Ws).await;
-    client.authenticate(Some(token)).await.expect("auth");
-    client
-}
+// A fresh account (device login): (user_id, access token).
+use common::device_account as account;
+use common::login as session;
 
 async fn rpc(client: &mut TestClient, method: &str, payload: &str) -> Result<String, String> {
     match tokio::time::timeout(STEP, client.call_rpc(method, payload.as_bytes()))

@@ -263,6 +263,53 @@ fn dechunk(body: &str) -> String {
     }
 }
 
+/// A fresh account from a device login (`dev-<name>`, username `name`):
+/// (user id, access token).
+pub async fn device_account(node: &RunningNode, name: &str) -> (String, String) {
+    let body = serde_json::json!({"id": format!("dev-{name}"), "create": true, "username": name});
+    let r = http(
+        node.http_addr,
+        "POST",
+        "/v1/auth/device",
+        None,
+        Some(&body.to_string()),
+    )
+    .await;
+    assert!(r.status == 200 || r.status == 201, "{r:?}");
+    let pair = r.json();
+    (
+        pair["user_id"].as_str().unwrap().to_owned(),
+        pair["token"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// A WebSocket client authenticated with `token`.
+pub async fn login(node: &RunningNode, token: &str) -> TestClient {
+    let mut client = connect(node, Transport::Ws).await;
+    client.authenticate(Some(token)).await.unwrap();
+    client
+}
+
+/// One RPC with a JSON payload: the reply as JSON, or the server's error
+/// message.
+pub async fn call_json(
+    client: &mut TestClient,
+    method: &str,
+    payload: serde_json::Value,
+) -> Result<serde_json::Value, String> {
+    match tokio::time::timeout(
+        STEP,
+        client.call_rpc(method, payload.to_string().as_bytes()),
+    )
+    .await
+    .expect("reply in time")
+    {
+        Ok(bytes) => Ok(serde_json::from_slice(&bytes).unwrap()),
+        Err(citadel_client::ClientError::Rpc { message, .. }) => Err(message),
+        Err(other) => panic!("{other:?}"),
+    }
+}
+
 pub async fn status_json(node: &RunningNode) -> serde_json::Value {
     let (code, body) = http_get(node, "/status").await;
     assert_eq!(code, 200);
