@@ -27,6 +27,7 @@
 //! | [`fdlimit`] | `RLIMIT_NOFILE` raised at start and checked against the caps |
 //! | [`metrics`] | counters, drop and close reasons |
 //! | [`banner`] | the startup banner (listener URLs, descriptor notes) |
+//! | [`util`] | `BoxFuture`, the return type of the object-safe async seams |
 //! | [`node`] | wiring, listeners, shutdown |
 //!
 //! What it is not (yet): the validated owner-input path of transform sync
@@ -52,6 +53,7 @@ pub mod runtime;
 pub mod services;
 pub mod store;
 pub mod transport;
+pub mod util;
 
 pub use config::Config;
 pub use node::{NodeBuilder, RunningNode};

@@ -13,7 +13,7 @@ use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
 
-use crate::gateway::handshake::BoxFuture;
+use crate::util::BoxFuture;
 
 /// Namespaces reserved for built-in services.
 pub const RESERVED_PREFIXES: [&str; 9] = [

@@ -325,7 +325,7 @@ impl RoomPolicy for ClosedAfterTwo {
         &self,
         _ctx: PolicyContext,
         params: bytes::Bytes,
-    ) -> citadel_server::gateway::handshake::BoxFuture<RoomLabel> {
+    ) -> citadel_server::util::BoxFuture<RoomLabel> {
         let name = String::from_utf8_lossy(&params).into_owned();
         Box::pin(async move {
             RoomLabel {
@@ -340,7 +340,7 @@ impl RoomPolicy for ClosedAfterTwo {
         &self,
         ctx: PolicyContext,
         _room_id: citadel_server::place::RoomId,
-    ) -> citadel_server::gateway::handshake::BoxFuture<bool> {
+    ) -> citadel_server::util::BoxFuture<bool> {
         Box::pin(async move { ctx.participant_id != 0 })
     }
 }

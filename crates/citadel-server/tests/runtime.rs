@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 use citadel_client::wire::Envelope;
 use citadel_client::{AuthOutcome, ClientError, WsClient};
 use citadel_server::config::Config;
-use citadel_server::gateway::handshake::{BoxFuture, SessionIdentity, SessionValidator};
+use citadel_server::gateway::handshake::{SessionIdentity, SessionValidator};
 use citadel_server::metrics::RuntimeEvent;
+use citadel_server::util::BoxFuture;
 use citadel_server::{NodeBuilder, RunningNode};
 use common::*;
 

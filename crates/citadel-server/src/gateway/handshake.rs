@@ -8,9 +8,6 @@
 //! sockets or timers (the connection applies the handshake timeout) and it
 //! never logs or stores the token.
 
-use std::future::Future;
-use std::pin::Pin;
-
 use citadel_wire::Envelope;
 use citadel_wire::protocol::{
     AUTH_REASON_AUTH_FAILED, AUTH_REASON_AUTH_REQUIRED, AUTH_REASON_PROTOCOL, AuthResult, KIND_AUTH,
@@ -18,8 +15,9 @@ use citadel_wire::protocol::{
 
 use crate::config::AuthConfig;
 
-/// A boxed, sendable future.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+/// The old path of [`crate::util::BoxFuture`], kept so code written against
+/// it still builds; new code imports `crate::util::BoxFuture`.
+pub use crate::util::BoxFuture;
 
 /// The account behind a valid session token.
 #[derive(Debug, Clone, PartialEq, Eq)]

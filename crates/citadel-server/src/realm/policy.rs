@@ -8,8 +8,8 @@
 
 use bytes::Bytes;
 
-use crate::gateway::handshake::BoxFuture;
 use crate::place::RoomId;
+use crate::util::BoxFuture;
 
 /// A room's server-owned label.
 #[derive(Debug, Clone, PartialEq, Eq)]

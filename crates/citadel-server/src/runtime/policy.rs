@@ -11,11 +11,11 @@
 use bytes::Bytes;
 
 use super::{Caller, Runtime};
-use crate::gateway::handshake::BoxFuture;
 use crate::place::{Place, RoomId};
 use crate::realm::{DefaultRoomPolicy, PolicyContext, RoomLabel, RoomPolicy};
 use crate::rpc::{RpcContext, RpcError, RpcHandler};
 use crate::services::matchmaker::label::{MatchInfo, MatchLabeler, default_label};
+use crate::util::BoxFuture;
 
 /// The handler registered for every script RPC method.
 #[derive(Debug, Clone)]

@@ -19,11 +19,12 @@ use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, Salt
 use super::tokens::{self, sha256_hex};
 use super::validation;
 use crate::config::{AuthenticationConfig, RateRule};
-use crate::gateway::handshake::{BoxFuture, SessionIdentity, SessionValidator};
+use crate::gateway::handshake::{SessionIdentity, SessionValidator};
 use crate::store::{
     AccountRecord, AccountUpdate, CredentialKind, NewAccount, RateCharge, Store, StoreError,
     TokenHashes,
 };
+use crate::util::BoxFuture;
 
 /// A service failure, mapped to an HTTP answer in one place (`http::error`).
 #[derive(Debug, thiserror::Error)]

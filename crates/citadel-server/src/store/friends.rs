@@ -4,7 +4,7 @@
 //! What it is not: no rule about who may do what beyond the state machine
 //! itself (see `crate::services::friends`).
 
-use crate::gateway::handshake::BoxFuture;
+use crate::util::BoxFuture;
 
 use super::StoreResult;
 

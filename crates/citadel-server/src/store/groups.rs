@@ -7,7 +7,7 @@
 //! concurrency (the expected standing, the acting user's rank, the member
 //! cap, the per-user cap and "a group always keeps a superadmin").
 
-use crate::gateway::handshake::BoxFuture;
+use crate::util::BoxFuture;
 
 use super::StoreResult;
 

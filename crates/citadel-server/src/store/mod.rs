@@ -20,7 +20,7 @@ pub use groups::{
 pub use notifications::{Inserted, NewNotification, NotificationRecord, NotificationStore};
 pub use sql::{PoolSettings, SqlStore, is_postgres_url};
 
-use crate::gateway::handshake::BoxFuture;
+use crate::util::BoxFuture;
 
 /// A storage failure. Never carries secrets; `Conflict` is the only variant
 /// callers branch on.

@@ -5,7 +5,7 @@
 //! What it is not: no validation, id minting or delivery (see
 //! `crate::services::notifications`). Every operation is one transaction.
 
-use crate::gateway::handshake::BoxFuture;
+use crate::util::BoxFuture;
 
 use super::StoreResult;
 

@@ -20,7 +20,7 @@ use super::{
     RateCharge, RateLimitStore, SessionRecord, SessionStore, Store, StoreError, StoreResult,
     TokenHashes,
 };
-use crate::gateway::handshake::BoxFuture;
+use crate::util::BoxFuture;
 
 #[derive(Clone, Debug)]
 enum Pool {

@@ -14,12 +14,12 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::gateway::handshake::BoxFuture;
 use crate::metrics::{Metrics, ServiceEvent};
 use crate::rpc::{AUTHENTICATION_REQUIRED, RpcContext, RpcError, RpcHandler, RpcRegistry};
 use crate::services::accounts::now_ms;
 use crate::services::notifications::rpc::parse_payload;
 use crate::store::{AddOutcome, FriendState, Store, StoreError};
+use crate::util::BoxFuture;
 
 /// The one answer for an unknown user and a block either way.
 pub const UNAVAILABLE: &str = "user unavailable";

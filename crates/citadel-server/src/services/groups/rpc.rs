@@ -12,10 +12,10 @@ use bytes::Bytes;
 use serde_json::{Map, Value};
 
 use super::GroupService;
-use crate::gateway::handshake::BoxFuture;
 use crate::rpc::{
     AUTHENTICATION_REQUIRED, INVALID_JSON_BODY, RpcContext, RpcError, RpcHandler, RpcRegistry,
 };
+use crate::util::BoxFuture;
 
 /// A parsed payload object.
 #[derive(Debug, Clone, Default)]

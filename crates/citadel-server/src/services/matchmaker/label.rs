@@ -9,8 +9,8 @@
 //! (see `crate::runtime`).
 
 use super::query::Props;
-use crate::gateway::handshake::BoxFuture;
 use crate::realm::RoomLabel;
+use crate::util::BoxFuture;
 
 /// One ticket of a formed match, as the hook sees it.
 #[derive(Debug, Clone, PartialEq)]

@@ -13,9 +13,9 @@ use serde_json::json;
 use super::Matchmaker;
 use super::query::{Props, Value};
 use super::service::{Request, Status};
-use crate::gateway::handshake::BoxFuture;
 use crate::rpc::{AUTHENTICATION_REQUIRED, RpcContext, RpcError, RpcHandler, RpcRegistry};
 use crate::services::notifications::rpc::parse_payload;
+use crate::util::BoxFuture;
 
 type Json = serde_json::Value;
 

@@ -10,10 +10,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{NotificationService, NotifyError};
-use crate::gateway::handshake::BoxFuture;
 use crate::rpc::{
     AUTHENTICATION_REQUIRED, INVALID_JSON_BODY, RpcContext, RpcError, RpcHandler, RpcRegistry,
 };
+use crate::util::BoxFuture;
 
 /// Parses a JSON object payload; an empty payload is `{}`.
 pub fn parse_payload<T: for<'de> Deserialize<'de>>(payload: &[u8]) -> Result<T, RpcError> {

@@ -9,10 +9,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::Parties;
-use crate::gateway::handshake::BoxFuture;
 use crate::rpc::{AUTHENTICATION_REQUIRED, RpcContext, RpcError, RpcHandler, RpcRegistry};
 use crate::services::matchmaker::Matchmaker;
 use crate::services::notifications::rpc::parse_payload;
+use crate::util::BoxFuture;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

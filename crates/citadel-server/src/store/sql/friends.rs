@@ -2,9 +2,9 @@
 //! each operation in one transaction.
 
 use super::{Pool, SqlStore};
-use crate::gateway::handshake::BoxFuture;
 use crate::store::StoreResult;
 use crate::store::friends::{AddOutcome, FriendRecord, FriendState, FriendStore};
+use crate::util::BoxFuture;
 
 const UPSERT: &str = "INSERT INTO friendships (user_id, other_id, state, updated_at) VALUES ($1, $2, $3, $4) \
                       ON CONFLICT (user_id, other_id) DO UPDATE SET state = $3, updated_at = $4";

@@ -6,12 +6,12 @@
 //! concurrent change of the same group.
 
 use super::{Pool, SqlStore};
-use crate::gateway::handshake::BoxFuture;
 use crate::store::groups::{
     GroupOutcome, GroupRecord, GroupStore, GroupUpdate, ListedGroup, MemberRecord, Standing,
     StandingChange,
 };
 use crate::store::{StoreError, StoreResult};
+use crate::util::BoxFuture;
 
 /// The columns of a [`GroupRow`] (a macro so queries stay `&'static str`).
 macro_rules! group_columns {

@@ -2,11 +2,11 @@
 //! both, each operation in one transaction.
 
 use super::{Pool, SqlStore};
-use crate::gateway::handshake::BoxFuture;
 use crate::store::notifications::{
     Inserted, NewNotification, NotificationRecord, NotificationStore,
 };
 use crate::store::{StoreError, StoreResult};
+use crate::util::BoxFuture;
 
 type Row = (i64, String, i64, String, String, String, i64, Option<i64>);
 
