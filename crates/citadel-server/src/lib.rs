@@ -11,7 +11,7 @@
 //!
 //! | Module | Role |
 //! | --- | --- |
-//! | [`config`] | TOML + `CITADEL_*` env + CLI flags, validation |
+//! | [`config`] | TOML + `CITADEL_*` env + CLI flags; one file per section, each validating itself |
 //! | [`transport`] | WebSocket / QUIC / WebTransport framing ↔ envelopes, writer tasks, TLS |
 //! | [`gateway`] | handshake phases, dispatch, outbound lanes, rate limit |
 //! | [`place`] | `Place` (default dimension or a room) and `RoomId` |

@@ -1,0 +1,217 @@
+//! Loading and validation: both transform-sync spellings, unknown keys,
+//! ranges named by their full dotted key, environment overrides.
+
+use super::*;
+
+fn load(text: &str, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    let dir = std::env::temp_dir().join(format!("citadel-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|source| ConfigError::Read {
+        path: dir.clone(),
+        source,
+    })?;
+    // One file per call: tests run in parallel in one process.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let file = dir.join(format!("{n}.toml"));
+    std::fs::write(&file, text).map_err(|source| ConfigError::Read {
+        path: file.clone(),
+        source,
+    })?;
+    let env = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned()));
+    Config::load(Some(&file), env, &CliOverrides::default()).map(|(c, _)| c)
+}
+
+#[test]
+fn transform_sync_accepts_both_spellings_but_not_both_at_once() {
+    let top = load("[transform_sync]\nsend_rate_hz = 30\n", &[]).unwrap();
+    assert_eq!(top.transform_sync.send_rate_hz, 30);
+    let nested = load(
+        "[transport.transform_sync]\nsend_rate_hz = 31\npredicted_authoritative_archetypes = [3]\n",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(nested.transform_sync.send_rate_hz, 31);
+    assert_eq!(
+        nested.transform_sync.predicted_authoritative_archetypes,
+        vec![3]
+    );
+    let both = load(
+        "[transform_sync]\nsim_hz = 30\n[transport.transform_sync]\nsim_hz = 30\n",
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        both.to_string().contains("transport.transform_sync"),
+        "{both}"
+    );
+    let bad = load("[transform_sync]\nquat_mode = 11\n", &[]).unwrap_err();
+    assert!(
+        bad.to_string().contains("transform_sync.quat_mode"),
+        "{bad}"
+    );
+}
+
+#[test]
+fn defaults_are_valid() {
+    Config::default().validate().unwrap();
+    assert_eq!(Config::from_toml_str("").unwrap(), Config::default());
+}
+
+#[test]
+fn unknown_keys_are_named() {
+    let err = load("[transport.websocket]\nbindd = \"x\"\n", &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("bindd"), "{err}");
+    let err = load("[nope]\n", &[]).unwrap_err().to_string();
+    assert!(err.contains("nope"), "{err}");
+}
+
+#[test]
+fn ranges_are_named() {
+    let err = load("[transport.limits]\nmessages_per_second = 0\n", &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("transport.limits.messages_per_second"),
+        "{err}"
+    );
+    let err = load("[http]\nbind = \"localhost\"\n", &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("http.bind"), "{err}");
+}
+
+#[test]
+fn udp_transport_and_tls_keys_are_validated_by_name() {
+    let c = load("[transport.webtransport]\nenabled = true\n", &[]).unwrap();
+    assert_eq!(
+        c.webtransport_addr().unwrap().port(),
+        7353,
+        "section default"
+    );
+    assert_eq!(c.quic_addr().unwrap().port(), 7351);
+    for (toml, key) in [
+        (
+            "[transport.quic]\nkeep_alive_interval_ms = 40000\n",
+            "transport.quic.keep_alive_interval_ms",
+        ),
+        (
+            "[transport.webtransport]\npath = \"citadel\"\n",
+            "transport.webtransport.path",
+        ),
+        (
+            "[transport.quic]\nmax_client_streams = 0\n",
+            "transport.quic.max_client_streams",
+        ),
+        (
+            "[http]\ncors_allowed_origins = [\"https://game.example/path\"]\n",
+            "http.cors_allowed_origins",
+        ),
+        (
+            "[http]\ncors_allowed_origins = [\"game.example\"]\n",
+            "http.cors_allowed_origins",
+        ),
+        (
+            "[transport.quic]\ndatagram_send_buffer_bytes = 1000\n",
+            "transport.quic.datagram_send_buffer_bytes",
+        ),
+        (
+            "[transport.webtransport]\ndatagram_receive_buffer_bytes = 0\n",
+            "transport.webtransport.datagram_receive_buffer_bytes",
+        ),
+        (
+            "[transport.tls]\ncertificate_file = \"c.pem\"\n",
+            "transport.tls.private_key_file",
+        ),
+        (
+            "[transport.tls]\ndata_dir = \"\"\n",
+            "transport.tls.data_dir",
+        ),
+    ] {
+        let err = load(toml, &[]).unwrap_err().to_string();
+        assert!(err.contains(key), "{toml}: {err}");
+    }
+}
+
+#[test]
+fn runtime_keys_are_validated_by_name() {
+    let c = load("[runtime]\ntick_hz = 30\nhot_reload = true\n", &[]).unwrap();
+    assert_eq!(c.runtime.tick_hz, 30);
+    assert_eq!(c.runtime.effective_tick_deadline_ms(), 16);
+    for (text, key) in [
+        ("[runtime]\ndeadline_ms = 0\n", "runtime.deadline_ms"),
+        (
+            "[runtime]\ntick_deadline_ms = 0\n",
+            "runtime.tick_deadline_ms",
+        ),
+        (
+            "[runtime]\nmemory_limit_mb = 0\n",
+            "runtime.memory_limit_mb",
+        ),
+        ("[runtime]\nqueue_capacity = 0\n", "runtime.queue_capacity"),
+        (
+            "[runtime]\nhot_reload_poll_ms = 1\n",
+            "runtime.hot_reload_poll_ms",
+        ),
+        ("[runtime]\nscripts = \"x\"\n", "scripts"),
+    ] {
+        let err = load(text, &[]).unwrap_err().to_string();
+        assert!(err.contains(key), "{err}");
+    }
+    let c = load("", &[("CITADEL_RUNTIME_TICK_HZ", "20")]).unwrap();
+    assert_eq!(c.runtime.tick_hz, 20);
+}
+
+#[test]
+fn connection_limits_have_defaults_and_are_checked() {
+    let c = load("", &[]).unwrap();
+    assert_eq!(c.http.header_read_timeout_ms, 10_000);
+    assert_eq!(c.http.max_header_bytes, 32_768);
+    assert_eq!(c.http.body_read_timeout_ms, 10_000);
+    assert_eq!(c.http.max_connections_per_ip, 256);
+    assert_eq!(c.transport.limits.max_connections_per_ip, 0);
+    let c = load(
+        "[http]\nmax_connections_per_ip = 0\n[transport.limits]\nmax_connections_per_ip = 8\n",
+        &[("CITADEL_HTTP_MAX_CONNECTIONS", "64")],
+    )
+    .unwrap();
+    assert_eq!(c.http.max_connections, 64);
+    assert_eq!(c.http.max_connections_per_ip, 0);
+    assert_eq!(c.transport.limits.max_connections_per_ip, 8);
+    for bad in [
+        "[http]\nmax_connections = 0\n",
+        "[http]\nheader_read_timeout_ms = 0\n",
+        "[http]\nkeep_alive_timeout_ms = 0\n",
+        "[http]\nbody_read_timeout_ms = 0\n",
+        "[http]\nmax_header_bytes = 8191\n",
+        "[http]\nmax_header_bytes = 1048577\n",
+    ] {
+        let err = load(bad, &[]).unwrap_err().to_string();
+        let key = bad.lines().nth(1).unwrap().split(' ').next().unwrap();
+        assert!(err.contains(&format!("http.{key}")), "{err}");
+    }
+}
+
+#[test]
+fn env_overrides_file_and_aliases_work() {
+    let c = load(
+        "[transport.auth]\nallow_guests = true\n",
+        &[
+            ("CITADEL_TRANSPORT_AUTH_ALLOW_GUESTS", "false"),
+            ("CITADEL_NODE_ID", "node-7"),
+            ("CITADEL_TRANSPORT_LIMITS_MAX_CONNECTIONS", "12"),
+            ("CITADEL_REQUIRE_SERVICES", "1"),
+        ],
+    )
+    .unwrap();
+    assert!(!c.transport.auth.allow_guests);
+    assert_eq!(c.server.node_id, "node-7");
+    assert_eq!(c.transport.limits.max_connections, 12);
+    let err = load("", &[("CITADEL_TRANSPORT_LIMITS_MAX_CONNECTIONS", "many")]).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("CITADEL_TRANSPORT_LIMITS_MAX_CONNECTIONS"),
+        "{err}"
+    );
+}
