@@ -30,9 +30,7 @@ use citadel_wire::WireBody;
 use citadel_wire::ack::AckWindow;
 use citadel_wire::actor::{NaDespawn, NaPresence, NaSpawn, NaSpawnBatch, NaState, NaTransform};
 use citadel_wire::protocol::KIND_TSYNC_SNAPSHOT;
-use citadel_wire::tsync::{
-    HelloParams, InputBundle, Role, RoleChange, RoleEvent, TransformCodec, TsyncAck,
-};
+use citadel_wire::tsync::{InputBundle, Role, RoleChange, RoleEvent, TransformCodec, TsyncAck};
 
 use crate::config::TransformSyncConfig;
 use crate::metrics::{DropReason, Metrics};
@@ -84,7 +82,6 @@ struct HubState {
 pub struct TransformHub {
     state: Mutex<HubState>,
     config: TransformSyncConfig,
-    hello: HelloParams,
     codec: TransformCodec,
     metrics: Arc<Metrics>,
     router: Arc<dyn Router>,
@@ -103,17 +100,10 @@ impl TransformHub {
         metrics: Arc<Metrics>,
         router: Arc<dyn Router>,
     ) -> Result<Self, crate::config::ConfigError> {
-        let hello = config.hello()?;
-        let codec = hello
-            .codec()
-            .map_err(|e| crate::config::ConfigError::Invalid {
-                key: "transform_sync".into(),
-                message: e.to_string(),
-            })?;
+        let codec = config.codec()?;
         Ok(TransformHub {
             state: Mutex::new(HubState::default()),
             config,
-            hello,
             codec,
             metrics,
             router,
@@ -131,7 +121,7 @@ impl TransformHub {
 
     /// Simulation rate.
     pub fn sim_hz(&self) -> u8 {
-        self.config.sim_hz
+        self.config.hello.sim_rate_hz
     }
 
     fn sender_config(&self) -> SenderConfig {
@@ -159,7 +149,7 @@ impl TransformHub {
                 place,
                 sender: SnapshotSender::new(participant_id, codec, sender_config),
             });
-        self.send(participant_id, &self.hello.to_envelope());
+        self.send(participant_id, &self.config.hello.to_envelope());
     }
 
     /// One reliable envelope to one participant.
@@ -268,7 +258,7 @@ impl TransformHub {
         if object_id == 0 {
             return;
         }
-        let sim_hz = self.config.sim_hz;
+        let sim_hz = self.config.hello.sim_rate_hz;
         let world = st
             .worlds
             .entry(WorldKey::Place(place))
@@ -431,12 +421,14 @@ impl TransformHub {
         let mut guard = self.lock();
         let st = &mut *guard;
         st.ticks += 1;
-        let dt = 1.0 / f32::from(self.config.sim_hz.max(1));
+        let dt = 1.0 / f32::from(self.config.hello.sim_rate_hz.max(1));
         npc::step_patrols(st, dt);
         for world in st.worlds.values_mut() {
             world.handle_sim_tick();
         }
-        let interval = u64::from((self.config.sim_hz / self.config.send_rate_hz.max(1)).max(1));
+        let interval = u64::from(
+            (self.config.hello.sim_rate_hz / self.config.hello.send_rate_hz.max(1)).max(1),
+        );
         if !st.ticks.is_multiple_of(interval) || st.clients.is_empty() {
             return;
         }
@@ -459,7 +451,7 @@ impl TransformHub {
             frame: Frame::default(),
             index: cell.map(|c| FrameIndex::build(&[], c)),
         });
-        let send_rate = self.config.send_rate_hz;
+        let send_rate = self.config.hello.send_rate_hz;
         let HubState {
             clients,
             frames,

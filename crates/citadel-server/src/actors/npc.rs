@@ -121,7 +121,7 @@ impl TransformHub {
             transform: object.transform,
         }
         .to_envelope();
-        let sim_hz = self.config.sim_hz;
+        let sim_hz = self.config.hello.sim_rate_hz;
         st.worlds
             .entry(spawn.world)
             .or_insert_with(|| World::new(sim_hz))

@@ -24,13 +24,13 @@ fn load(text: &str, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
 #[test]
 fn transform_sync_accepts_both_spellings_but_not_both_at_once() {
     let top = load("[transform_sync]\nsend_rate_hz = 30\n", &[]).unwrap();
-    assert_eq!(top.transform_sync.send_rate_hz, 30);
+    assert_eq!(top.transform_sync.hello.send_rate_hz, 30);
     let nested = load(
         "[transport.transform_sync]\nsend_rate_hz = 31\npredicted_authoritative_archetypes = [3]\n",
         &[],
     )
     .unwrap();
-    assert_eq!(nested.transform_sync.send_rate_hz, 31);
+    assert_eq!(nested.transform_sync.hello.send_rate_hz, 31);
     assert_eq!(
         nested.transform_sync.predicted_authoritative_archetypes,
         vec![3]
@@ -214,4 +214,83 @@ fn env_overrides_file_and_aliases_work() {
             .contains("CITADEL_TRANSPORT_LIMITS_MAX_CONNECTIONS"),
         "{err}"
     );
+}
+
+#[test]
+fn transform_sync_keeps_its_flat_keys_and_defaults() {
+    // The keys users write (and their environment names) are unchanged by
+    // holding the HELLO parameters as one `HelloParams`.
+    let table = toml::Value::try_from(TransformSyncConfig::default()).unwrap();
+    let mut keys: Vec<&str> = table
+        .as_table()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "budget",
+            "demo_movers",
+            "enabled",
+            "interest_cell_size",
+            "interest_enabled",
+            "interest_inner",
+            "interest_outer",
+            "player_slots",
+            "position_max",
+            "position_min",
+            "position_values_per_unit",
+            "predicted_authoritative_archetypes",
+            "quat_mode",
+            "send_rate_hz",
+            "sim_hz",
+            "velocity_max",
+            "velocity_min",
+            "velocity_values_per_unit",
+        ]
+    );
+    assert_eq!(table["quat_mode"].as_integer(), Some(10));
+    assert_eq!(table["sim_hz"].as_integer(), Some(60));
+    assert_eq!(table["send_rate_hz"].as_integer(), Some(20));
+    let c = load(
+        "[transport.transform_sync]\nquat_mode = 15\n",
+        &[("CITADEL_TRANSFORM_SYNC_SIM_HZ", "30")],
+    )
+    .unwrap();
+    assert_eq!(c.transform_sync.hello.quat_mode.wire_byte(), 15);
+    assert_eq!(c.transform_sync.hello.sim_rate_hz, 30);
+    let c = load("", &[("CITADEL_TRANSFORM_SYNC_QUAT_MODE", "9")]).unwrap();
+    assert_eq!(c.transform_sync.hello.quat_mode.wire_byte(), 9);
+}
+
+#[test]
+fn transform_sync_bounds_are_named_by_key() {
+    for (text, key) in [
+        (
+            "[transform_sync]\nposition_values_per_unit = 0\n",
+            "transform_sync.position_values_per_unit",
+        ),
+        (
+            "[transform_sync]\nvelocity_max = [-40000.0, 0.0, 0.0]\n",
+            "transform_sync.velocity_max",
+        ),
+        (
+            "[transform_sync]\nposition_min = [-1e39, 0.0, 0.0]\n",
+            "transform_sync.position_min",
+        ),
+        ("[transform_sync]\nsim_hz = 0\n", "transform_sync.sim_hz"),
+        (
+            "[transport.transform_sync]\nquat_mode = 0\n",
+            "transform_sync.quat_mode",
+        ),
+        (
+            "[transform_sync]\ninterest_enabled = true\ninterest_cell_size = 0.0\n",
+            "transform_sync.interest_*",
+        ),
+    ] {
+        let err = load(text, &[]).unwrap_err().to_string();
+        assert!(err.contains(key), "{text}: {err}");
+    }
 }

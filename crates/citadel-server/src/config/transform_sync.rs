@@ -1,40 +1,37 @@
 //! `[transform_sync]`: networked actors and snapshot replication.
 //!
+//! The codec bounds, quaternion mode and rates are held once, as the
+//! [`HelloParams`] the node advertises in HELLO (kind 7). The TOML keys stay
+//! flat and user-facing (`sim_hz`, `quat_mode = 10`, …): a private table
+//! type carries them, and parsing turns it into [`TransformSyncConfig`],
+//! refusing a `quat_mode` other than 9, 10 or 15 by its key.
+//!
 //! What it is not: the transform hub (`crate::actors`). Call order:
 //! [`relocate`] moves the `[transport.transform_sync]` spelling to the top
 //! level before parsing (both set is an error); then
-//! [`TransformSyncConfig::validate`].
+//! [`TransformSyncConfig::validate`]; the hub builds its codec with
+//! [`TransformSyncConfig::codec`].
 
+use citadel_wire::error::CodecError;
+use citadel_wire::quant::Vector3Codec;
+use citadel_wire::quat::QuatMode;
+use citadel_wire::tsync::{HelloParams, TransformCodec};
 use serde::{Deserialize, Serialize};
 
 use super::{ConfigError, at_least, invalid};
 
-/// `[transform_sync]`: networked actors and snapshot replication.
+/// `[transform_sync]` (also accepted as `[transport.transform_sync]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(try_from = "TransformSyncTable", into = "TransformSyncTable")]
 pub struct TransformSyncConfig {
     /// Serve HELLO, networked actors and snapshots.
     pub enabled: bool,
-    /// Snapshots per second to each opted-in client (1..=255).
-    pub send_rate_hz: u8,
-    /// Simulation ticks per second (1..=255).
-    pub sim_hz: u8,
+    /// What HELLO advertises: position and velocity bounds and resolution
+    /// (`position_*`, `velocity_*`), `quat_mode`, `send_rate_hz` and
+    /// `sim_hz` (the wire's `sim_rate_hz`), each 1..=255.
+    pub hello: HelloParams,
     /// Most object entries per snapshot (0 = only the 1 200-byte datagram bounds it).
     pub budget: u32,
-    /// Position bounds (cm) and resolution (codes per cm).
-    pub position_min: [f32; 3],
-    /// Upper position bounds (cm).
-    pub position_max: [f32; 3],
-    /// Position codes per cm.
-    pub position_values_per_unit: u32,
-    /// Velocity bounds (cm/s).
-    pub velocity_min: [f32; 3],
-    /// Upper velocity bounds (cm/s).
-    pub velocity_max: [f32; 3],
-    /// Velocity codes per cm/s.
-    pub velocity_values_per_unit: u32,
-    /// Quaternion bits per component: 9, 10 or 15.
-    pub quat_mode: u8,
     /// Archetypes that use validated input instead of relay (they refuse NA_STATE).
     pub predicted_authoritative_archetypes: Vec<u16>,
     /// Area of interest; off = each client sees its whole room.
@@ -53,19 +50,10 @@ pub struct TransformSyncConfig {
 
 impl Default for TransformSyncConfig {
     fn default() -> Self {
-        let hello = citadel_wire::tsync::HelloParams::default();
         TransformSyncConfig {
             enabled: true,
-            send_rate_hz: hello.send_rate_hz,
-            sim_hz: hello.sim_rate_hz,
+            hello: HelloParams::default(),
             budget: 0,
-            position_min: hello.position_min,
-            position_max: hello.position_max,
-            position_values_per_unit: hello.position_values_per_unit,
-            velocity_min: hello.velocity_min,
-            velocity_max: hello.velocity_max,
-            velocity_values_per_unit: hello.velocity_values_per_unit,
-            quat_mode: hello.quat_mode.wire_byte(),
             predicted_authoritative_archetypes: Vec::new(),
             interest_enabled: false,
             interest_cell_size: 5_000.0,
@@ -78,32 +66,15 @@ impl Default for TransformSyncConfig {
 }
 
 impl TransformSyncConfig {
-    /// The HELLO this configuration advertises.
-    pub fn hello(&self) -> Result<citadel_wire::tsync::HelloParams, ConfigError> {
-        let quat_mode = citadel_wire::quat::QuatMode::from_wire_byte(self.quat_mode)
-            .map_err(|_| invalid("transform_sync.quat_mode", "must be 9, 10 or 15"))?;
-        let hello = citadel_wire::tsync::HelloParams {
-            position_min: self.position_min,
-            position_max: self.position_max,
-            position_values_per_unit: self.position_values_per_unit,
-            velocity_min: self.velocity_min,
-            velocity_max: self.velocity_max,
-            velocity_values_per_unit: self.velocity_values_per_unit,
-            quat_mode,
-            send_rate_hz: self.send_rate_hz,
-            sim_rate_hz: self.sim_hz,
-        };
-        hello
-            .codec()
-            .map_err(|e| invalid("transform_sync.position_*/velocity_*", e.to_string()))?;
-        Ok(hello)
-    }
-
-    /// Checks `transform_sync.*`.
+    /// Checks `transform_sync.*` (the quaternion mode was checked when parsing).
     pub fn validate(&self) -> Result<(), ConfigError> {
-        at_least("transform_sync.send_rate_hz", self.send_rate_hz as usize, 1)?;
-        at_least("transform_sync.sim_hz", self.sim_hz as usize, 1)?;
-        self.hello()?;
+        at_least(
+            "transform_sync.send_rate_hz",
+            self.hello.send_rate_hz as usize,
+            1,
+        )?;
+        at_least("transform_sync.sim_hz", self.hello.sim_rate_hz as usize, 1)?;
+        self.codec()?;
         if self.demo_movers != 0 || self.player_slots != 0 {
             return Err(invalid(
                 "transform_sync.demo_movers/player_slots",
@@ -122,6 +93,44 @@ impl TransformSyncConfig {
         }
         Ok(())
     }
+
+    /// The codec [`Self::hello`] defines; a bad bound is named by its key.
+    pub fn codec(&self) -> Result<TransformCodec, ConfigError> {
+        let h = &self.hello;
+        Ok(TransformCodec {
+            position: vector_codec(
+                "position",
+                h.position_min,
+                h.position_max,
+                h.position_values_per_unit,
+            )?,
+            velocity: vector_codec(
+                "velocity",
+                h.velocity_min,
+                h.velocity_max,
+                h.velocity_values_per_unit,
+            )?,
+            quat_mode: h.quat_mode,
+        })
+    }
+}
+
+/// One bounded vector codec; the error names `transform_sync.<name>_min`,
+/// `_max` or `_values_per_unit`, whichever the codec refused.
+fn vector_codec(
+    name: &str,
+    min: [f32; 3],
+    max: [f32; 3],
+    values_per_unit: u32,
+) -> Result<Vector3Codec, ConfigError> {
+    Vector3Codec::new(min, max, values_per_unit).map_err(|e| {
+        let key = match e {
+            CodecError::NonFiniteBounds if min.iter().any(|v| !v.is_finite()) => "min",
+            CodecError::ZeroResolution | CodecError::TooWide => "values_per_unit",
+            _ => "max",
+        };
+        invalid(&format!("transform_sync.{name}_{key}"), e.to_string())
+    })
 }
 
 /// Moves `[transport.transform_sync]` (the reference's spelling) to the
@@ -141,4 +150,103 @@ pub(super) fn relocate(table: &mut toml::Table) -> Result<(), ConfigError> {
         table.insert("transform_sync".into(), nested);
     }
     Ok(())
+}
+
+/// The `[transform_sync]` table as users write it: every key flat, names
+/// and defaults unchanged since the reference implementation.
+#[derive(Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct TransformSyncTable {
+    enabled: bool,
+    send_rate_hz: u8,
+    sim_hz: u8,
+    budget: u32,
+    position_min: [f32; 3],
+    position_max: [f32; 3],
+    position_values_per_unit: u32,
+    velocity_min: [f32; 3],
+    velocity_max: [f32; 3],
+    velocity_values_per_unit: u32,
+    quat_mode: u8,
+    predicted_authoritative_archetypes: Vec<u16>,
+    interest_enabled: bool,
+    interest_cell_size: f32,
+    interest_inner: f32,
+    interest_outer: f32,
+    demo_movers: u32,
+    player_slots: u32,
+}
+
+impl Default for TransformSyncTable {
+    fn default() -> Self {
+        TransformSyncConfig::default().into()
+    }
+}
+
+impl TryFrom<TransformSyncTable> for TransformSyncConfig {
+    type Error = String;
+
+    fn try_from(t: TransformSyncTable) -> Result<Self, String> {
+        let quat_mode = QuatMode::from_wire_byte(t.quat_mode)
+            .map_err(|_| "`transform_sync.quat_mode` must be 9, 10 or 15".to_owned())?;
+        Ok(TransformSyncConfig {
+            enabled: t.enabled,
+            hello: HelloParams {
+                position_min: t.position_min,
+                position_max: t.position_max,
+                position_values_per_unit: t.position_values_per_unit,
+                velocity_min: t.velocity_min,
+                velocity_max: t.velocity_max,
+                velocity_values_per_unit: t.velocity_values_per_unit,
+                quat_mode,
+                send_rate_hz: t.send_rate_hz,
+                sim_rate_hz: t.sim_hz,
+            },
+            budget: t.budget,
+            predicted_authoritative_archetypes: t.predicted_authoritative_archetypes,
+            interest_enabled: t.interest_enabled,
+            interest_cell_size: t.interest_cell_size,
+            interest_inner: t.interest_inner,
+            interest_outer: t.interest_outer,
+            demo_movers: t.demo_movers,
+            player_slots: t.player_slots,
+        })
+    }
+}
+
+impl From<TransformSyncConfig> for TransformSyncTable {
+    fn from(c: TransformSyncConfig) -> Self {
+        let TransformSyncConfig {
+            enabled,
+            hello,
+            budget,
+            predicted_authoritative_archetypes,
+            interest_enabled,
+            interest_cell_size,
+            interest_inner,
+            interest_outer,
+            demo_movers,
+            player_slots,
+        } = c;
+        TransformSyncTable {
+            enabled,
+            send_rate_hz: hello.send_rate_hz,
+            sim_hz: hello.sim_rate_hz,
+            budget,
+            position_min: hello.position_min,
+            position_max: hello.position_max,
+            position_values_per_unit: hello.position_values_per_unit,
+            velocity_min: hello.velocity_min,
+            velocity_max: hello.velocity_max,
+            velocity_values_per_unit: hello.velocity_values_per_unit,
+            quat_mode: hello.quat_mode.wire_byte(),
+            predicted_authoritative_archetypes,
+            interest_enabled,
+            interest_cell_size,
+            interest_inner,
+            interest_outer,
+            demo_movers,
+            player_slots,
+        }
+    }
 }
