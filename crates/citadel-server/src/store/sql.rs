@@ -5,6 +5,14 @@
 //! mode with `synchronous = NORMAL`: a committed transaction survives a
 //! process crash. Migrations are embedded per backend and applied by
 //! [`SqlStore::connect`] (and `citadel migrate`).
+//!
+//! SQLite has one writer at a time, so the store keeps one connection for
+//! every write and transaction (`with_pool!`): writers queue in the pool in
+//! arrival order instead of retrying a busy lock with sleeps, and that
+//! connection's page cache stays warm. Single-statement reads
+//! (`with_read_pool!`) use a separate pool of `database.max_connections`
+//! connections and never wait behind a write. PostgreSQL uses one pool for
+//! both.
 
 use std::path::Path;
 use std::str::FromStr;
@@ -24,14 +32,31 @@ use crate::util::BoxFuture;
 
 #[derive(Clone, Debug)]
 enum Pool {
-    Sqlite(SqlitePool),
+    Sqlite {
+        /// The one connection that writes (and runs every transaction).
+        writer: SqlitePool,
+        /// Connections for single-statement reads (the writer itself for
+        /// an in-memory database, which a second pool could not see).
+        reader: SqlitePool,
+    },
     Postgres(PgPool),
 }
 
+/// Runs `$body` with `$p` bound to the pool that may write.
 macro_rules! with_pool {
     ($pool:expr, $p:ident => $body:expr) => {
         match $pool {
-            Pool::Sqlite($p) => $body,
+            Pool::Sqlite { writer: $p, .. } => $body,
+            Pool::Postgres($p) => $body,
+        }
+    };
+}
+
+/// Runs `$body` with `$p` bound to a pool for one read-only statement.
+macro_rules! with_read_pool {
+    ($pool:expr, $p:ident => $body:expr) => {
+        match $pool {
+            Pool::Sqlite { reader: $p, .. } => $body,
             Pool::Postgres($p) => $body,
         }
     };
@@ -136,18 +161,21 @@ impl SqlStore {
                 .synchronous(SqliteSynchronous::Normal)
                 .busy_timeout(Duration::from_secs(10))
                 .foreign_keys(true);
-            let max = if in_memory {
-                1
-            } else {
-                settings.max_connections
+            let open = |max: u32| {
+                SqlitePoolOptions::new()
+                    .max_connections(max)
+                    .acquire_timeout(settings.acquire_timeout)
+                    .connect_with(options.clone())
             };
-            let pool = SqlitePoolOptions::new()
-                .max_connections(max)
-                .acquire_timeout(settings.acquire_timeout)
-                .connect_with(options)
-                .await
-                .map_err(|e| StoreError::Database(format!("cannot open SQLite database: {e}")))?;
-            Pool::Sqlite(pool)
+            let failed =
+                |e: sqlx::Error| StoreError::Database(format!("cannot open SQLite database: {e}"));
+            let writer = open(1).await.map_err(failed)?;
+            let reader = if in_memory {
+                writer.clone()
+            } else {
+                open(settings.max_connections).await.map_err(failed)?
+            };
+            Pool::Sqlite { writer, reader }
         };
         Ok(SqlStore { pool })
     }
@@ -155,7 +183,7 @@ impl SqlStore {
     /// Applies pending migrations.
     pub async fn migrate(&self) -> StoreResult<()> {
         match &self.pool {
-            Pool::Sqlite(p) => sqlx::migrate!("./migrations/sqlite").run(p).await,
+            Pool::Sqlite { writer: p, .. } => sqlx::migrate!("./migrations/sqlite").run(p).await,
             Pool::Postgres(p) => sqlx::migrate!("./migrations/postgres").run(p).await,
         }
         .map_err(|e| StoreError::Database(format!("migration failed: {e}")))
@@ -163,7 +191,13 @@ impl SqlStore {
 
     /// Closes the pool.
     pub async fn close(&self) {
-        with_pool!(&self.pool, p => p.close().await)
+        match &self.pool {
+            Pool::Sqlite { writer, reader } => {
+                reader.close().await;
+                writer.close().await;
+            }
+            Pool::Postgres(p) => p.close().await,
+        }
     }
 }
 
@@ -202,7 +236,7 @@ impl AccountStore for SqlStore {
                 i64,
                 Option<String>,
             );
-            let row: Option<Row> = with_pool!(&pool, p => sqlx::query_as(sql).bind(kind.as_str()).bind(&credential).fetch_optional(p).await)?;
+            let row: Option<Row> = with_read_pool!(&pool, p => sqlx::query_as(sql).bind(kind.as_str()).bind(&credential).fetch_optional(p).await)?;
             Ok(row.map(|r| (account((r.0, r.1, r.2, r.3, r.4, r.5)), r.6)))
         })
     }
@@ -236,7 +270,7 @@ impl AccountStore for SqlStore {
         let user_id = user_id.to_owned();
         Box::pin(async move {
             let sql = format!("SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE user_id = $1");
-            let row: Option<AccountRow> = with_pool!(&pool, p => sqlx::query_as(sqlx::AssertSqlSafe(sql.clone())).bind(&user_id).fetch_optional(p).await)?;
+            let row: Option<AccountRow> = with_read_pool!(&pool, p => sqlx::query_as(sqlx::AssertSqlSafe(sql.clone())).bind(&user_id).fetch_optional(p).await)?;
             Ok(row.map(account))
         })
     }
@@ -260,7 +294,7 @@ impl AccountStore for SqlStore {
                 return Ok(None);
             }
             let sql = format!("SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE user_id = $1");
-            let row: Option<AccountRow> = with_pool!(&pool, p => sqlx::query_as(sqlx::AssertSqlSafe(sql.clone())).bind(&user_id).fetch_optional(p).await)?;
+            let row: Option<AccountRow> = with_read_pool!(&pool, p => sqlx::query_as(sqlx::AssertSqlSafe(sql.clone())).bind(&user_id).fetch_optional(p).await)?;
             Ok(row.map(account))
         })
     }
@@ -278,7 +312,7 @@ impl AccountStore for SqlStore {
                     let sql = format!(
                         "SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE {column} = $1 AND disabled = FALSE"
                     );
-                    let row: Option<AccountRow> = with_pool!(&pool, p => sqlx::query_as(sqlx::AssertSqlSafe(sql.clone())).bind(&key).fetch_optional(p).await)?;
+                    let row: Option<AccountRow> = with_read_pool!(&pool, p => sqlx::query_as(sqlx::AssertSqlSafe(sql.clone())).bind(&key).fetch_optional(p).await)?;
                     if let Some(row) = row
                         && !out.iter().any(|a| a.user_id == row.0)
                     {
@@ -343,7 +377,7 @@ impl SessionStore for SqlStore {
             let sql = "SELECT s.session_id, s.user_id, s.access_expires_at, s.refresh_expires_at, s.owner_node, s.revoked_at \
                        FROM sessions s JOIN accounts a ON a.user_id = s.user_id \
                        WHERE s.access_hash = $1 AND s.revoked_at IS NULL AND s.access_expires_at > $2 AND a.disabled = FALSE";
-            let row: Option<SessionRow> = with_pool!(&pool, p => sqlx::query_as(sql).bind(&access_hash).bind(now).fetch_optional(p).await)?;
+            let row: Option<SessionRow> = with_read_pool!(&pool, p => sqlx::query_as(sql).bind(&access_hash).bind(now).fetch_optional(p).await)?;
             Ok(row.map(session))
         })
     }
@@ -514,7 +548,7 @@ impl RateLimitStore for SqlStore {
 impl Store for SqlStore {
     fn backend(&self) -> &'static str {
         match self.pool {
-            Pool::Sqlite(_) => "sqlite",
+            Pool::Sqlite { .. } => "sqlite",
             Pool::Postgres(_) => "postgres",
         }
     }

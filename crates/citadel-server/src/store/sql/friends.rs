@@ -165,7 +165,7 @@ impl FriendStore for SqlStore {
                        WHERE f.user_id = $1 AND f.other_id > $2 AND ($3 = '' OR f.state = $3) \
                        ORDER BY f.other_id LIMIT $4";
             type Row = (String, String, Option<String>, String, i64);
-            let rows: Vec<Row> = with_pool!(&pool, p => sqlx::query_as(sql)
+            let rows: Vec<Row> = with_read_pool!(&pool, p => sqlx::query_as(sql)
                 .bind(&actor)
                 .bind(after.as_deref().unwrap_or(""))
                 .bind(state_filter.map_or("", FriendState::as_str))
@@ -195,7 +195,7 @@ impl FriendStore for SqlStore {
         let pool = self.pool.clone();
         let (actor, other) = (actor.to_owned(), other.to_owned());
         Box::pin(async move {
-            let row: Option<(String,)> = with_pool!(&pool, p => sqlx::query_as(
+            let row: Option<(String,)> = with_read_pool!(&pool, p => sqlx::query_as(
                     "SELECT state FROM friendships WHERE user_id = $1 AND other_id = $2",
                 )
                 .bind(&actor)

@@ -129,7 +129,7 @@ impl GroupStore for SqlStore {
                 group_columns!(),
                 " FROM groups g WHERE g.group_id = $1"
             );
-            let row: Option<GroupRow> = with_pool!(&pool, p => sqlx::query_as(sql)
+            let row: Option<GroupRow> = with_read_pool!(&pool, p => sqlx::query_as(sql)
                 .bind(&group_id)
                 .fetch_optional(p)
                 .await)?;
@@ -168,7 +168,7 @@ impl GroupStore for SqlStore {
                 i64,
                 Option<String>,
             );
-            let rows: Vec<Row> = with_pool!(&pool, p => sqlx::query_as(sql)
+            let rows: Vec<Row> = with_read_pool!(&pool, p => sqlx::query_as(sql)
                 .bind(member.as_deref().unwrap_or(""))
                 .bind(after.as_deref().unwrap_or(""))
                 .bind(prefix.as_deref().unwrap_or(""))
@@ -265,7 +265,7 @@ impl GroupStore for SqlStore {
         let pool = self.pool.clone();
         let (group_id, user) = (group_id.to_owned(), user.to_owned());
         Box::pin(async move {
-            let row: Option<(String,)> = with_pool!(&pool, p => sqlx::query_as(STANDING)
+            let row: Option<(String,)> = with_read_pool!(&pool, p => sqlx::query_as(STANDING)
                 .bind(&group_id)
                 .bind(&user)
                 .fetch_optional(p)
@@ -290,7 +290,7 @@ impl GroupStore for SqlStore {
                        AND ($3 OR m.state IN ('member', 'admin', 'superadmin')) \
                        ORDER BY m.user_id LIMIT $4";
             type Row = (String, String, Option<String>, String, i64);
-            let rows: Vec<Row> = with_pool!(&pool, p => sqlx::query_as(sql)
+            let rows: Vec<Row> = with_read_pool!(&pool, p => sqlx::query_as(sql)
                 .bind(&group_id)
                 .bind(after.as_deref().unwrap_or(""))
                 .bind(pending)
