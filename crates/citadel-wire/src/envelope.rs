@@ -33,6 +33,15 @@ pub enum WireError {
         /// Declared length (kind + payload).
         len: u32,
     },
+    /// The declared length exceeds the reader's configured limit (at most
+    /// [`MAX_FRAME_BODY_BYTES`]; see [`crate::FrameDecoder::new`]).
+    #[error("frame length {len} exceeds the limit of {max}")]
+    FrameOverLimit {
+        /// Declared length (kind + payload).
+        len: u32,
+        /// The limit in force.
+        max: usize,
+    },
     /// The declared length is below 2 and cannot hold the kind.
     #[error("frame length {len} cannot hold the 2-byte kind")]
     FrameTooSmall {
@@ -97,6 +106,22 @@ impl Envelope {
         out.put_slice(&self.body);
         out.freeze()
     }
+}
+
+/// Encodes the framed form of an envelope of `kind` whose body is the
+/// concatenation of `parts`, in one buffer (no intermediate body copy): how
+/// a body made of a header and a payload is framed without assembling it
+/// first. The same size rule as [`Envelope::encode_framed`] applies.
+pub fn encode_framed_parts(kind: u16, parts: &[&[u8]]) -> Bytes {
+    let body_len: usize = parts.iter().map(|p| p.len()).sum();
+    let len = u32::try_from(KIND_BYTES + body_len).unwrap_or(u32::MAX);
+    let mut out = BytesMut::with_capacity(LENGTH_PREFIX_BYTES + KIND_BYTES + body_len);
+    out.put_u32(len);
+    out.put_u16(kind);
+    for part in parts {
+        out.put_slice(part);
+    }
+    out.freeze()
 }
 
 /// Decodes one framed envelope from the front of `buf`.
@@ -166,6 +191,16 @@ mod tests {
         let env = Envelope::new(3, vec![0xAA, 0xBB]);
         assert_eq!(&env.encode_framed()[..], &[0, 0, 0, 4, 0, 3, 0xAA, 0xBB]);
         assert_eq!(&env.encode_datagram()[..], &[0, 3, 0xAA, 0xBB]);
+    }
+
+    #[test]
+    fn framed_parts_equal_the_framed_concatenation() {
+        let whole = Envelope::new(2, vec![1, 2, 3, 4, 5]).encode_framed();
+        assert_eq!(encode_framed_parts(2, &[&[1, 2], &[], &[3, 4, 5]]), whole);
+        assert_eq!(
+            encode_framed_parts(9, &[]),
+            Envelope::new(9, Vec::new()).encode_framed()
+        );
     }
 
     #[test]

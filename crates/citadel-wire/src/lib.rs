@@ -72,6 +72,7 @@ pub mod actor;
 pub mod baseline;
 pub mod bits;
 pub mod body;
+pub mod decoder;
 pub mod envelope;
 pub mod error;
 pub mod netpeer;
@@ -85,8 +86,9 @@ pub mod tsync;
 pub mod varint;
 
 pub use body::WireBody;
+pub use decoder::{FrameDecoder, framed_to_datagram};
 pub use envelope::{
     Envelope, KIND_BYTES, WireError, decode_datagram, decode_datagram_bytes, decode_framed,
-    peek_frame_len,
+    encode_framed_parts, peek_frame_len,
 };
 pub use error::{CodecError, DecodeError, EncodeError};

@@ -15,7 +15,8 @@ pub use auth::{
     encode_auth_rejected,
 };
 pub use relay::{
-    PeerPosition, Position, decode_position, encode_position, split_sender, tag_with_sender,
+    PeerPosition, Position, decode_position, encode_position, framed_with_sender, split_sender,
+    tag_with_sender,
 };
 pub use rpc::{
     RpcRequest, RpcResponse, decode_rpc_request, decode_rpc_response, encode_rpc_request,

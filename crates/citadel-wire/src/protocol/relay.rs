@@ -12,10 +12,14 @@ use crate::error::DecodeError;
 
 /// Prefixes `payload` with the big-endian sender id.
 pub fn tag_with_sender(sender_id: u64, payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(SENDER_ID_BYTES + payload.len());
-    out.extend_from_slice(&sender_id.to_be_bytes());
-    out.extend_from_slice(payload);
-    out
+    [&sender_id.to_be_bytes()[..], payload].concat()
+}
+
+/// The framed envelope of `kind` whose body is [`tag_with_sender`]`(sender_id,
+/// payload)`, written in one buffer: how a relay tags a frame with its
+/// origin and encodes it once for every recipient.
+pub fn framed_with_sender(kind: u16, sender_id: u64, payload: &[u8]) -> Bytes {
+    crate::envelope::encode_framed_parts(kind, &[&sender_id.to_be_bytes(), payload])
 }
 
 /// Splits a kind-2 body into sender id and original payload; `None` if the
@@ -120,5 +124,12 @@ mod tests {
         assert_eq!(tagged, vec![0, 0, 0, 0, 0, 0, 1, 2, b'x', b'y']);
         assert_eq!(split_sender(&tagged), Some((0x0102, &b"xy"[..])));
         assert_eq!(split_sender(&[0; 7]), None);
+    }
+
+    #[test]
+    fn the_framed_tag_is_the_framed_envelope_of_the_tag() {
+        let framed = framed_with_sender(KIND_PEER_POSITION, 0x0102, b"xy");
+        let expected = crate::Envelope::new(KIND_PEER_POSITION, tag_with_sender(0x0102, b"xy"));
+        assert_eq!(framed, expected.encode_framed());
     }
 }
