@@ -28,32 +28,19 @@ use citadel_server::services::matchmaker::query::{Props, Value};
 use citadel_server::services::matchmaker::service::Request;
 use citadel_server::services::matchmaker::{Matchmaker, MatchmakerConfig};
 use citadel_server::services::party::Parties;
+use citadel_testkit::TestRng;
 use criterion::{Criterion, criterion_group, criterion_main};
 
 const QUEUED: u64 = 10_000;
 const MODES: [&str; 3] = ["ranked", "casual", "arena"];
 const REGIONS: [&str; 6] = ["eu", "us", "jp", "br", "au", "sa"];
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
-        from[(self.next() % from.len() as u64) as usize]
-    }
-}
-
 struct Bench {
     mm: Matchmaker,
     realm: Arc<Realm>,
     router: Arc<LocalRouter>,
     metrics: Arc<Metrics>,
-    rng: Rng,
+    rng: TestRng,
     next_pid: u64,
     rt: tokio::runtime::Runtime,
 }
@@ -111,7 +98,7 @@ impl Bench {
             realm,
             router,
             metrics,
-            rng: Rng(0x9e37_79b9_7f4a_7c15),
+            rng: TestRng::new(0x9e37_79b9_7f4a_7c15),
             next_pid: 1,
             rt: tokio::runtime::Builder::new_current_thread()
                 .build()
@@ -143,10 +130,10 @@ impl Bench {
 
     /// Queues one background ticket (side "a": never matches another one).
     fn background(&mut self) {
-        let mode = self.rng.pick(&MODES);
-        let region = self.rng.pick(&REGIONS);
-        let skill = (self.rng.next() % 3_000) as f64;
-        let query = match self.rng.next() % 4 {
+        let mode = *self.rng.pick(&MODES);
+        let region = *self.rng.pick(&REGIONS);
+        let skill = (self.rng.next_u64() % 3_000) as f64;
+        let query = match self.rng.next_u64() % 4 {
             0 => format!(r#"side == "b" AND mode == "{mode}" AND region == "{region}""#),
             1 => format!(
                 r#"side == "b" AND mode == "{mode}" AND skill >= {} AND skill <= {}"#,
@@ -154,7 +141,7 @@ impl Bench {
                 skill + 300.0
             ),
             2 => {
-                let other = self.rng.pick(&REGIONS);
+                let other = *self.rng.pick(&REGIONS);
                 format!(r#"side == "b" AND (region == "{region}" OR region == "{other}")"#)
             }
             _ => r#"side == "b""#.to_owned(),
@@ -171,10 +158,10 @@ impl Bench {
 
     /// One compatible probe: add, form; returns add → MATCHED time.
     fn probe(&mut self) -> Duration {
-        let mode = self.rng.pick(&MODES);
-        let region = self.rng.pick(&REGIONS);
-        let skill = (self.rng.next() % 3_000) as f64;
-        let query = if self.rng.next().is_multiple_of(2) {
+        let mode = *self.rng.pick(&MODES);
+        let region = *self.rng.pick(&REGIONS);
+        let skill = (self.rng.next_u64() % 3_000) as f64;
+        let query = if self.rng.next_u64().is_multiple_of(2) {
             format!(r#"side == "a" AND mode == "{mode}" AND region == "{region}""#)
         } else {
             format!(

@@ -173,13 +173,8 @@ async fn malformed_frame_storms_leave_a_well_behaved_pair_unaffected(t: Transpor
     let mut a = guest(&node, Transport::Ws).await;
     let mut b = guest(&node, Transport::Ws).await;
     let mut attackers = Vec::new();
-    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut rng = citadel_testkit::TestRng::new(0x9E37_79B9_7F4A_7C15);
+    let mut next = move || rng.next_u64();
     for i in 0..24 {
         let mut raw = connect(&node, t).await;
         let authed = i % 2 == 0;

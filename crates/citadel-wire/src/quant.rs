@@ -304,14 +304,9 @@ mod tests {
             ScalarCodec::new(-7.25, 3.5, 3)?,
             ScalarCodec::new(0.0, 1.0, 1 << 31)?,
         ];
-        // xorshift over raw f32 bit patterns plus in-range values.
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        // Raw f32 bit patterns plus in-range values, from the shared test RNG.
+        let mut rng = citadel_testkit::TestRng::new(0x9E37_79B9_7F4A_7C15);
+        let mut next = move || rng.next_u64();
         for codec in &codecs {
             for _ in 0..20_000 {
                 let raw = f32::from_bits(next() as u32);
