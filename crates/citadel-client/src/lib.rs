@@ -2,7 +2,8 @@
 //!
 //! The Rust client SDK for Citadel's realtime server: a WebSocket
 //! connection ([`WsClient`]) and a QUIC connection ([`QuicClient`], feature
-//! `quic`, on by default, with an unreliable datagram path) that perform the authenticated handshake
+//! `quic`, on by default, with an unreliable datagram path), both the one
+//! generic [`Client`] core over their transport, that perform the authenticated handshake
 //! (kinds 5/6), correlates RPCs (kinds 3/4), drives the room workflow
 //! (kinds 21-25), reports positions (kind 1) and hands every other inbound
 //! envelope to the caller, raw ([`Envelope`]) or decoded ([`ClientEvent`]).
@@ -65,7 +66,7 @@ pub mod ws;
 pub use citadel_wire::{self as wire, Envelope};
 pub use error::{ClientError, ClientResult};
 pub use event::{AuthOutcome, ClientEvent};
-pub use link::MAX_BUFFERED_ENVELOPES;
+pub use link::{Client, MAX_BUFFERED_ENVELOPES, Transport};
 #[cfg(feature = "quic")]
 pub use quic::{QuicClient, ServerTrust};
 pub use ws::{CLOSE_HANDSHAKE_TIMEOUT, WsClient};

@@ -2,9 +2,11 @@
 //! `citadel/0`) with a reliable path (streams) and an unreliable one
 //! (datagrams).
 //!
-//! What it is: the same single-owner surface as [`crate::WsClient`]
-//! (handshake, RPC correlation, room helpers, pending queue — shared code in
-//! `link.rs`), plus [`QuicClient::send_unreliable`]. Outbound reliable
+//! What it is: [`QuicLink`], the QUIC transport under the same [`Client`]
+//! core as [`crate::WsClient`] (handshake, RPC correlation, room helpers,
+//! pending queue: one body for every transport, in `link.rs`), plus what
+//! only QUIC does ([`QuicClient::send_unreliable`], raw streams and
+//! datagrams). Outbound reliable
 //! envelopes go, framed, on one long-lived bidirectional stream the client
 //! opens; unreliable ones are one datagram each (2-byte kind, no length).
 //! Inbound: the server's reliable frames arrive on server-opened
@@ -28,17 +30,17 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use citadel_wire::room::{RoomJoin, RoomJoined, RoomLeave, RoomMapReady};
-use citadel_wire::{Envelope, WireBody, decode_datagram_bytes, decode_framed};
+use bytes::Bytes;
+use citadel_wire::protocol::MAX_FRAME_BODY_BYTES;
+use citadel_wire::{Envelope, FrameDecoder, decode_datagram_bytes};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 
 use crate::error::{ClientError, ClientResult};
-use crate::event::{AuthOutcome, ClientEvent};
-use crate::link::{self, Inbox, Link, check_fits};
+use crate::event::AuthOutcome;
+use crate::link::{self, Client, sealed};
 
 /// ALPN of Citadel's native QUIC transport.
 pub const ALPN: &[u8] = b"citadel/0";
@@ -64,27 +66,31 @@ pub enum ServerTrust {
     InsecureDev,
 }
 
-/// A Citadel realtime connection over QUIC. One owner drives it through
-/// `&mut self`; see the module documentation.
-pub struct QuicClient {
+/// A Citadel realtime connection over QUIC: the shared [`Client`] core over
+/// [`QuicLink`]. One owner drives it through `&mut self`; see the module
+/// documentation.
+pub type QuicClient = Client<QuicLink>;
+
+/// The QUIC transport of a [`QuicClient`]: the connection, the client's
+/// reliable stream, the server stream being read, and datagrams.
+pub struct QuicLink {
     endpoint: quinn::Endpoint,
     conn: quinn::Connection,
     /// The long-lived bidirectional stream reliable frames go on.
     send: Option<quinn::SendStream>,
     /// The server-opened stream being read.
     current: Option<quinn::RecvStream>,
-    inbound: BytesMut,
-    inbox: Inbox,
+    /// Frames of the current server stream (frames never span streams).
+    inbound: FrameDecoder,
     closed: bool,
     close_reason: Option<(u16, String)>,
     datagrams_received: u64,
 }
 
-impl fmt::Debug for QuicClient {
+impl fmt::Debug for QuicLink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("QuicClient")
+        f.debug_struct("QuicLink")
             .field("remote", &self.conn.remote_address())
-            .field("pending", &self.inbox.pending.len())
             .field("closed", &self.closed)
             .field("close_reason", &self.close_reason)
             .finish_non_exhaustive()
@@ -98,7 +104,7 @@ enum Wire {
     Gone(quinn::ConnectionError),
 }
 
-impl QuicClient {
+impl Client<QuicLink> {
     /// Connects to `addr` (`host:port`); the host is also the TLS server
     /// name. No frame is sent; call [`QuicClient::authenticate`] next.
     pub async fn connect(addr: &str, trust: ServerTrust) -> ClientResult<Self> {
@@ -126,17 +132,16 @@ impl QuicClient {
             .await
             .map_err(|e| ClientError::Connect(e.to_string()))?;
         tracing::debug!("citadel quic connected");
-        Ok(QuicClient {
+        Ok(Client::over(QuicLink {
             endpoint,
             conn,
             send: None,
             current: None,
-            inbound: BytesMut::new(),
-            inbox: Inbox::default(),
+            inbound: FrameDecoder::new(MAX_FRAME_BODY_BYTES),
             closed: false,
             close_reason: None,
             datagrams_received: 0,
-        })
+        }))
     }
 
     /// Connects, then handshakes as a guest (empty token).
@@ -160,19 +165,6 @@ impl QuicClient {
         Ok((client, outcome))
     }
 
-    /// Sends KIND_AUTH (empty body for None) as the first reliable frame and
-    /// waits for KIND_AUTH_RESULT; same rules as [`crate::WsClient::authenticate`].
-    pub async fn authenticate(&mut self, token: Option<&str>) -> ClientResult<AuthOutcome> {
-        link::authenticate(self, token).await
-    }
-
-    /// Sends one framed envelope on the reliable stream (ordered with every
-    /// other reliable send of this client).
-    pub async fn send(&mut self, envelope: &Envelope) -> ClientResult<()> {
-        check_fits(envelope)?;
-        self.write_reliable(&envelope.encode_framed()).await
-    }
-
     /// Alias of [`QuicClient::send`].
     pub async fn send_reliable(&mut self, envelope: &Envelope) -> ClientResult<()> {
         self.send(envelope).await
@@ -187,10 +179,11 @@ impl QuicClient {
 
     /// Sends raw bytes as one datagram (escape hatch for tests).
     pub fn send_raw_datagram(&mut self, datagram: Bytes) -> ClientResult<()> {
-        if self.closed {
+        let link = &mut self.link;
+        if link.closed {
             return Err(ClientError::Closed);
         }
-        match self.conn.max_datagram_size() {
+        match link.conn.max_datagram_size() {
             Some(max) if datagram.len() <= max => {}
             max => {
                 return Err(ClientError::Config(format!(
@@ -199,20 +192,20 @@ impl QuicClient {
                 )));
             }
         }
-        self.conn
+        link.conn
             .send_datagram(datagram)
             .map_err(|e| ClientError::Send(e.to_string()))
     }
 
     /// Writes raw bytes on the reliable stream (escape hatch for tests).
     pub async fn send_raw_stream(&mut self, bytes: &[u8]) -> ClientResult<()> {
-        self.write_reliable(bytes).await
+        self.link.write_reliable(bytes).await
     }
 
     /// Writes raw bytes on a fresh unidirectional stream and finishes it
     /// (how clients that send one stream per envelope behave).
     pub async fn send_raw_uni_stream(&mut self, bytes: &[u8]) -> ClientResult<()> {
-        let mut stream = self.conn.open_uni().await.map_err(send_error)?;
+        let mut stream = self.link.conn.open_uni().await.map_err(send_error)?;
         stream.write_all(bytes).await.map_err(send_error)?;
         stream.finish().map_err(send_error)
     }
@@ -220,49 +213,7 @@ impl QuicClient {
     /// The connection's current maximum datagram payload (None: datagrams
     /// unsupported).
     pub fn max_datagram_size(&self) -> Option<usize> {
-        self.conn.max_datagram_size()
-    }
-
-    /// Next envelope: buffered ones first, then stream data or a datagram.
-    /// `Ok(None)` once the connection closed.
-    pub async fn recv(&mut self) -> ClientResult<Option<Envelope>> {
-        link::recv(self).await
-    }
-
-    /// [`QuicClient::recv`], decoded with [`ClientEvent::from_envelope`].
-    pub async fn recv_event(&mut self) -> ClientResult<Option<ClientEvent>> {
-        Ok(self.recv().await?.map(ClientEvent::from_envelope))
-    }
-
-    /// Calls a server RPC; same semantics as [`crate::WsClient::call_rpc`].
-    pub async fn call_rpc(&mut self, method: &str, payload: &[u8]) -> ClientResult<Bytes> {
-        link::call_rpc(self, method, payload).await
-    }
-
-    /// Creates or joins the room `name` (kind 21).
-    pub async fn join_or_create_room(&mut self, name: &str) -> ClientResult<()> {
-        let envelope = link::room_create(name)?;
-        self.send(&envelope).await
-    }
-
-    /// Joins a known room by id (kind 22).
-    pub async fn join_room(&mut self, room_id: u64) -> ClientResult<()> {
-        self.send(&RoomJoin { room_id }.to_envelope()).await
-    }
-
-    /// Leaves the room (kind 24).
-    pub async fn leave_room(&mut self, room_id: u64) -> ClientResult<()> {
-        self.send(&RoomLeave { room_id }.to_envelope()).await
-    }
-
-    /// Acknowledges the map of kind 23 (kind 25).
-    pub async fn send_map_ready(&mut self, room_id: u64) -> ClientResult<()> {
-        self.send(&RoomMapReady { room_id }.to_envelope()).await
-    }
-
-    /// Reports the local position reliably (kind 1).
-    pub async fn send_position(&mut self, x: f32, y: f32) -> ClientResult<()> {
-        self.send(&link::position(x, y)).await
+        self.link.conn.max_datagram_size()
     }
 
     /// Reports the local position as a datagram (kind 1, unreliable).
@@ -270,45 +221,14 @@ impl QuicClient {
         self.send_unreliable(&link::position(x, y))
     }
 
-    /// Waits for the next KIND_ROOM_JOINED, buffering everything else.
-    pub async fn wait_for_room_joined(&mut self) -> ClientResult<RoomJoined> {
-        link::wait_for_room_joined(self).await
-    }
-
-    /// Waits for the next envelope of `kind`, buffering everything else.
-    pub async fn wait_for_kind(&mut self, kind: u16) -> ClientResult<Envelope> {
-        link::wait_for_kind(self, kind).await
-    }
-
-    /// Closes gracefully: finishes the reliable stream, waits (bounded) for
-    /// it to be acknowledged, then closes with code 1000. Idempotent.
-    pub async fn close(&mut self) -> ClientResult<()> {
-        if self.closed {
-            return Ok(());
-        }
-        if let Some(mut send) = self.send.take() {
-            let _ = send.finish();
-            let _ = tokio::time::timeout(CLOSE_FLUSH, send.stopped()).await;
-        }
-        self.conn
-            .close(quinn::VarInt::from_u32(CLOSE_NORMAL), b"closed");
-        self.closed = true;
-        let _ = tokio::time::timeout(CLOSE_FLUSH, self.endpoint.wait_idle()).await;
-        Ok(())
-    }
-
     /// Envelopes received as datagrams so far (diagnostics: which path an
     /// envelope took).
     pub fn datagrams_received(&self) -> u64 {
-        self.datagrams_received
+        self.link.datagrams_received
     }
+}
 
-    /// The server's application close code and reason, once the server
-    /// closed the connection (the same numbers as the WebSocket close codes).
-    pub fn close_reason(&self) -> Option<(u16, String)> {
-        self.close_reason.clone()
-    }
-
+impl QuicLink {
     async fn write_reliable(&mut self, bytes: &[u8]) -> ClientResult<()> {
         if self.closed {
             return Err(ClientError::Closed);
@@ -324,11 +244,14 @@ impl QuicClient {
     }
 
     /// Next envelope from the wire: complete frames of the current stream
-    /// first, then whichever of stream data and datagrams is ready.
+    /// first, then whichever of stream data and datagrams is ready
+    /// (preferring stream data).
     async fn read_wire(&mut self) -> ClientResult<Option<Envelope>> {
         loop {
-            if let Some(envelope) =
-                decode_framed(&mut self.inbound).map_err(|e| ClientError::Decode(e.to_string()))?
+            if let Some(envelope) = self
+                .inbound
+                .poll_envelope()
+                .map_err(|e| ClientError::Decode(e.to_string()))?
             {
                 return Ok(Some(envelope));
             }
@@ -349,11 +272,11 @@ impl QuicClient {
                 }
             };
             match wire {
-                Wire::Chunk(chunk) => self.inbound.extend_from_slice(&chunk),
-                Wire::StreamEnd if self.inbound.is_empty() => {}
+                Wire::Chunk(chunk) => self.inbound.handle_bytes(&chunk),
+                Wire::StreamEnd if self.inbound.buffered() == 0 => {}
                 Wire::StreamEnd => {
-                    let left = self.inbound.len();
-                    self.inbound.clear();
+                    let left = self.inbound.buffered();
+                    self.inbound.reset();
                     return Err(ClientError::Decode(format!(
                         "server stream ended inside a frame ({left} bytes left)"
                     )));
@@ -408,17 +331,32 @@ async fn next_stream_data(
     }
 }
 
-impl Link for QuicClient {
-    fn inbox(&mut self) -> &mut Inbox {
-        &mut self.inbox
-    }
-
-    async fn send_reliable(&mut self, envelope: &Envelope) -> ClientResult<()> {
-        self.send(envelope).await
+impl sealed::Wire for QuicLink {
+    async fn send_frames(&mut self, frames: Bytes) -> ClientResult<()> {
+        self.write_reliable(&frames).await
     }
 
     async fn read_envelope(&mut self) -> ClientResult<Option<Envelope>> {
         self.read_wire().await
+    }
+
+    async fn close(&mut self) -> ClientResult<()> {
+        if self.closed {
+            return Ok(());
+        }
+        if let Some(mut send) = self.send.take() {
+            let _ = send.finish();
+            let _ = tokio::time::timeout(CLOSE_FLUSH, send.stopped()).await;
+        }
+        self.conn
+            .close(quinn::VarInt::from_u32(CLOSE_NORMAL), b"closed");
+        self.closed = true;
+        let _ = tokio::time::timeout(CLOSE_FLUSH, self.endpoint.wait_idle()).await;
+        Ok(())
+    }
+
+    fn close_reason(&self) -> Option<(u16, String)> {
+        self.close_reason.clone()
     }
 }
 
