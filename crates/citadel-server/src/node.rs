@@ -11,19 +11,18 @@
 //! `shutdown.grace_ms`).
 
 use std::net::SocketAddr;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::actors::TransformHub;
 use crate::config::Config;
-use crate::conn_limits::AddressLimit;
 use crate::gateway::connection::{ConnectionDeps, ParticipantIds};
 use crate::gateway::handshake::{RejectAllTokens, SessionValidator};
+use crate::http::{CorsOrigins, DemoAddrs, HttpState, OpsView, WebTransportInfo};
 use crate::metrics::Metrics;
 use crate::realm::{DefaultRoomPolicy, Places, Realm, RoomPolicy};
 use crate::router::{LocalRouter, Router};
@@ -38,11 +37,17 @@ use crate::services::matchmaker::Matchmaker;
 use crate::services::notifications::NotificationService;
 use crate::services::party::Parties;
 use crate::store::{PoolSettings, SqlStore, Store};
-use crate::transport::renew::UdpEndpoints;
-use crate::transport::tls::TlsIdentity;
+use crate::transport::TransportDeps;
+use crate::transport::link::LinkSettings;
+use crate::transport::renew::{Renewal, UdpEndpoints};
+use crate::transport::slot::Admission;
+use crate::transport::tls::{CurrentTls, TlsIdentity};
 use crate::transport::webtransport::WtEndpoint;
+use crate::transport::ws::WsSettings;
 
-/// State shared by every task of a node.
+/// The handles of a running node, for its embedder and tests
+/// ([`RunningNode::shared`]); listeners, connections and services are each
+/// built with only the handles they use.
 pub struct NodeShared {
     /// The validated configuration.
     pub config: Config,
@@ -74,20 +79,14 @@ pub struct NodeShared {
     pub shutdown: CancellationToken,
     /// Connection and RPC tasks.
     pub tasks: TaskTracker,
-    /// Realtime connection slots (`transport.limits.max_connections`).
-    pub connection_slots: Arc<Semaphore>,
-    /// Realtime connections per source address, over every transport
-    /// (`transport.limits.max_connections_per_ip`).
-    pub realtime_per_address: Arc<AddressLimit>,
+    /// Realtime connection slots and the per-address cap
+    /// (`transport.limits.max_connections`, `max_connections_per_ip`).
+    pub admission: Arc<Admission>,
     /// When the node started.
     pub started: Instant,
-    /// The TLS identity of QUIC / WebTransport (None when both are off);
+    /// The TLS identity of QUIC / WebTransport (empty when both are off);
     /// see [`NodeShared::tls`].
-    tls: RwLock<Option<Arc<TlsIdentity>>>,
-    /// Bound WebTransport address (for `GET /v1/webtransport`).
-    pub webtransport_addr: Option<SocketAddr>,
-    /// Bound WebSocket address (for the `/demo` page).
-    pub websocket_addr: Option<SocketAddr>,
+    pub current_tls: Arc<CurrentTls>,
 }
 
 impl std::fmt::Debug for NodeShared {
@@ -102,12 +101,7 @@ impl NodeShared {
     /// The certificate QUIC / WebTransport present now (None when both are
     /// off). A renewed development certificate replaces it.
     pub fn tls(&self) -> Option<Arc<TlsIdentity>> {
-        self.tls.read().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// Replaces the certificate reported by [`NodeShared::tls`].
-    pub fn set_tls(&self, identity: Arc<TlsIdentity>) {
-        *self.tls.write().unwrap_or_else(|p| p.into_inner()) = Some(identity);
+        self.current_tls.get()
     }
 }
 
@@ -301,6 +295,7 @@ impl NodeBuilder {
             participant_ids: Arc::new(ParticipantIds::default()),
             matchmaker: matchmaker.clone(),
         });
+        let current_tls = CurrentTls::new(tls);
         let shared = Arc::new(NodeShared {
             metrics: metrics.clone(),
             realm,
@@ -316,12 +311,13 @@ impl NodeBuilder {
             hub,
             shutdown: CancellationToken::new(),
             tasks,
-            connection_slots: Arc::new(Semaphore::new(config.transport.limits.max_connections)),
-            realtime_per_address: AddressLimit::new(config.transport.limits.max_connections_per_ip),
+            admission: Arc::new(Admission::new(
+                config.transport.limits.max_connections,
+                config.transport.limits.max_connections_per_ip,
+                metrics,
+            )),
             started: Instant::now(),
-            tls: RwLock::new(tls),
-            webtransport_addr,
-            websocket_addr,
+            current_tls,
             config,
         });
         let http_addr = http_listener.local_addr()?;
@@ -336,15 +332,35 @@ impl NodeBuilder {
             shared.shutdown.clone(),
         ));
         if shared.hub.enabled() {
-            shared.tasks.spawn(run_sim(shared.clone()));
+            shared
+                .tasks
+                .spawn(run_sim(shared.hub.clone(), shared.shutdown.clone()));
         }
-        let http = tokio::spawn(crate::http::serve(http_listener, shared.clone()));
+        let http = tokio::spawn(crate::http::serve(
+            http_listener,
+            http_state(&shared, websocket_addr, webtransport_addr),
+            crate::http::ListenerSettings {
+                http: shared.config.http.clone(),
+                grace: Duration::from_millis(shared.config.shutdown.grace_ms),
+            },
+            shared.shutdown.clone(),
+        ));
+        let realtime = TransportDeps {
+            gateway: shared.gateway.clone(),
+            metrics: shared.metrics.clone(),
+            admission: shared.admission.clone(),
+            shutdown: shared.shutdown.clone(),
+            tasks: shared.tasks.clone(),
+        };
+        let transport = &shared.config.transport;
         let ws_addr = match ws_listener {
             Some(listener) => {
                 let addr = listener.local_addr()?;
-                shared
-                    .tasks
-                    .spawn(crate::transport::ws::serve(listener, shared.clone()));
+                shared.tasks.spawn(crate::transport::ws::serve(
+                    listener,
+                    realtime.clone(),
+                    WsSettings::new(&transport.websocket, &shared.config),
+                ));
                 Some(addr)
             }
             None => None,
@@ -354,9 +370,11 @@ impl NodeBuilder {
             Some(endpoint) => {
                 let addr = endpoint.local_addr()?;
                 udp.quic = Some(endpoint.clone());
-                shared
-                    .tasks
-                    .spawn(crate::transport::quic::serve(endpoint, shared.clone()));
+                shared.tasks.spawn(crate::transport::quic::serve(
+                    endpoint,
+                    realtime.clone(),
+                    LinkSettings::new(&transport.quic.lanes, &shared.config),
+                ));
                 Some(addr)
             }
             None => None,
@@ -365,23 +383,63 @@ impl NodeBuilder {
             udp.webtransport = Some(endpoint.clone());
             shared.tasks.spawn(crate::transport::webtransport::serve(
                 endpoint,
-                shared.clone(),
+                realtime,
+                LinkSettings::new(&transport.webtransport.lanes, &shared.config),
+                transport.webtransport.path.clone(),
             ));
         }
+        let renewal = Arc::new(Renewal {
+            tls: shared.current_tls.clone(),
+            transport: transport.clone(),
+            endpoints: udp,
+        });
         if shared.tls().is_some_and(|t| t.dev_not_after.is_some()) {
             shared
                 .tasks
-                .spawn(crate::transport::renew::run(shared.clone(), udp.clone()));
+                .spawn(renewal.clone().run(shared.shutdown.clone()));
         }
         Ok(RunningNode {
             http_addr,
             ws_addr,
             quic_addr,
             webtransport_addr,
-            udp,
+            renewal,
             shared,
             http,
         })
+    }
+}
+
+/// The HTTP routes' state: one handle per concern.
+fn http_state(
+    shared: &NodeShared,
+    websocket: Option<SocketAddr>,
+    webtransport: Option<SocketAddr>,
+) -> HttpState {
+    let config = &shared.config;
+    HttpState {
+        metrics: shared.metrics.clone(),
+        ops: Arc::new(OpsView {
+            node_id: config.server.node_id.clone(),
+            started: shared.started,
+            backend: shared.accounts.store().backend(),
+            transports: OpsView::transports_json(&config.transport),
+            realm: shared.realm.clone(),
+            hub: shared.hub.clone(),
+            metrics: shared.metrics.clone(),
+        }),
+        accounts: shared.accounts.clone(),
+        live: shared.live.clone(),
+        cors: CorsOrigins(config.http.cors_allowed_origins.clone().into()),
+        demo: DemoAddrs {
+            websocket,
+            webtransport,
+        },
+        webtransport: Arc::new(WebTransportInfo {
+            addr: webtransport,
+            path: config.transport.webtransport.path.clone(),
+            tls: shared.current_tls.clone(),
+        }),
     }
 }
 
@@ -421,14 +479,14 @@ fn bind_udp_transports(config: &Config) -> anyhow::Result<UdpTransports> {
 }
 
 /// The transform-sync tick: steps worlds at `sim_hz` and sends snapshots.
-async fn run_sim(shared: Arc<NodeShared>) {
-    let period = Duration::from_secs_f64(1.0 / f64::from(shared.hub.sim_hz().max(1)));
+async fn run_sim(hub: Arc<TransformHub>, shutdown: CancellationToken) {
+    let period = Duration::from_secs_f64(1.0 / f64::from(hub.sim_hz().max(1)));
     let mut ticker = tokio::time::interval(period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         tokio::select! {
-            _ = shared.shutdown.cancelled() => return,
-            _ = ticker.tick() => shared.hub.handle_tick(),
+            _ = shutdown.cancelled() => return,
+            _ = ticker.tick() => hub.handle_tick(),
         }
     }
 }
@@ -454,7 +512,7 @@ pub struct RunningNode {
     pub quic_addr: Option<SocketAddr>,
     /// Bound WebTransport UDP address (if enabled).
     pub webtransport_addr: Option<SocketAddr>,
-    udp: UdpEndpoints,
+    renewal: Arc<Renewal>,
     shared: Arc<NodeShared>,
     http: tokio::task::JoinHandle<()>,
 }
@@ -489,7 +547,7 @@ impl RunningNode {
     /// checks hourly by itself; this is for tests and operators). True if
     /// renewed.
     pub fn renew_certificate_if_due(&self, now: std::time::SystemTime) -> anyhow::Result<bool> {
-        crate::transport::renew::renew_if_due(&self.shared, &self.udp, now)
+        self.renewal.renew_if_due(now)
     }
 
     /// Stops accepting and asks every connection to flush and close.

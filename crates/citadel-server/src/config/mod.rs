@@ -44,7 +44,7 @@ pub use server::{
     HttpConfig, LoggingConfig, MAX_CORS_ORIGINS, MAX_HEADER_BYTES, MIN_HEADER_BYTES, ServerConfig,
 };
 pub use transform_sync::TransformSyncConfig;
-pub use transport::{AuthConfig, LimitsConfig, TransportConfig, WebSocketConfig};
+pub use transport::{AuthConfig, LaneConfig, LimitsConfig, TransportConfig, WebSocketConfig};
 
 /// A configuration problem, always naming the offending key or file.
 #[derive(Debug, thiserror::Error)]

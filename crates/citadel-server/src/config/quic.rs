@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::transport::LaneConfig;
 use super::{ConfigError, at_least, invalid, parse_addr};
 
 /// `transport.quic.bind` when unset.
@@ -26,14 +27,9 @@ pub struct DatagramTransportConfig {
     /// UDP listen address; empty = the transport's standard address
     /// ([`QUIC_DEFAULT_BIND`], [`WEBTRANSPORT_DEFAULT_BIND`]).
     pub bind: String,
-    /// Reliable lane capacity in envelopes; full closes the slow client.
-    pub outbound_queue_capacity: usize,
-    /// Unreliable lane capacity in envelopes; full drops the oldest.
-    pub unreliable_queue_capacity: usize,
-    /// Byte cap over both lanes; a reliable envelope past it closes the client.
-    pub outbound_queue_max_bytes: usize,
-    /// Most bytes the writer puts on one server-opened stream (one batch).
-    pub max_coalesced_bytes: usize,
+    /// The outbound lane keys every transport section has.
+    #[serde(flatten)]
+    pub lanes: LaneConfig,
     /// Streams a client may have open at once (per direction kind). High
     /// enough for browser clients that open one unidirectional stream per
     /// reliable envelope (hundreds of concurrent RPCs); the bytes those
@@ -61,10 +57,7 @@ impl DatagramTransportConfig {
         DatagramTransportConfig {
             enabled: false,
             bind: bind.into(),
-            outbound_queue_capacity: 1024,
-            unreliable_queue_capacity: 256,
-            outbound_queue_max_bytes: 4 * 1024 * 1024,
-            max_coalesced_bytes: 64 * 1024,
+            lanes: LaneConfig::default(),
             max_client_streams: 1024,
             idle_timeout_ms: 30_000,
             keep_alive_interval_ms: 10_000,
@@ -87,22 +80,7 @@ impl DatagramTransportConfig {
     pub(super) fn validate(&self, section: &str, fallback: &str) -> Result<(), ConfigError> {
         let key = |k: &str| format!("transport.{section}.{k}");
         parse_addr(&key("bind"), self.bind_or(fallback))?;
-        at_least(
-            &key("outbound_queue_capacity"),
-            self.outbound_queue_capacity,
-            1,
-        )?;
-        at_least(
-            &key("unreliable_queue_capacity"),
-            self.unreliable_queue_capacity,
-            1,
-        )?;
-        at_least(
-            &key("outbound_queue_max_bytes"),
-            self.outbound_queue_max_bytes,
-            1024,
-        )?;
-        at_least(&key("max_coalesced_bytes"), self.max_coalesced_bytes, 1024)?;
+        self.lanes.validate(section)?;
         // One maximum-size datagram must fit.
         at_least(
             &key("datagram_send_buffer_bytes"),

@@ -294,3 +294,57 @@ fn transform_sync_bounds_are_named_by_key() {
         assert!(err.contains(key), "{text}: {err}");
     }
 }
+
+#[test]
+fn lane_keys_stay_flat_in_every_transport_section() {
+    let c = load(
+        "[transport.websocket]\noutbound_queue_capacity = 7\nmax_coalesced_bytes = 2048\n\
+         [transport.quic]\nunreliable_queue_capacity = 9\n\
+         [transport.webtransport]\noutbound_queue_max_bytes = 4096\n",
+        &[("CITADEL_TRANSPORT_QUIC_MAX_COALESCED_BYTES", "8192")],
+    )
+    .unwrap();
+    let ws = &c.transport.websocket.lanes;
+    assert_eq!(
+        (ws.outbound_queue_capacity, ws.max_coalesced_bytes),
+        (7, 2048)
+    );
+    assert_eq!(
+        ws.unreliable_queue_capacity, 256,
+        "unset keys keep defaults"
+    );
+    let quic = &c.transport.quic.lanes;
+    assert_eq!(
+        (quic.unreliable_queue_capacity, quic.max_coalesced_bytes),
+        (9, 8192)
+    );
+    assert_eq!(
+        c.transport.webtransport.lanes.outbound_queue_max_bytes,
+        4096
+    );
+    for (text, needle) in [
+        (
+            "[transport.quic]\noutbound_queue_capacityy = 1\n",
+            "outbound_queue_capacityy",
+        ),
+        (
+            "[transport.websocket]\nmax_coalesced = 1\n",
+            "max_coalesced",
+        ),
+        (
+            "[transport.webtransport]\nmax_coalesced_bytes = 10\n",
+            "transport.webtransport.max_coalesced_bytes",
+        ),
+        (
+            "[transport.websocket]\nunreliable_queue_capacity = 0\n",
+            "transport.websocket.unreliable_queue_capacity",
+        ),
+        (
+            "[transport.quic]\noutbound_queue_max_bytes = 1\n",
+            "transport.quic.outbound_queue_max_bytes",
+        ),
+    ] {
+        let err = load(text, &[]).unwrap_err().to_string();
+        assert!(err.contains(needle), "{err}");
+    }
+}

@@ -67,14 +67,9 @@ pub struct WebSocketConfig {
     pub enabled: bool,
     /// Listen address.
     pub bind: String,
-    /// Reliable lane capacity in envelopes; full closes the slow client.
-    pub outbound_queue_capacity: usize,
-    /// Unreliable lane capacity in envelopes; full drops the oldest.
-    pub unreliable_queue_capacity: usize,
-    /// Byte cap over both lanes; a reliable envelope past it closes the client.
-    pub outbound_queue_max_bytes: usize,
-    /// Largest WebSocket message the writer builds when coalescing.
-    pub max_coalesced_bytes: usize,
+    /// The outbound lane keys every transport section has.
+    #[serde(flatten)]
+    pub lanes: LaneConfig,
     /// Largest inbound WebSocket message (it may hold several frames);
     /// larger closes the connection.
     pub max_message_bytes: usize,
@@ -89,10 +84,7 @@ impl Default for WebSocketConfig {
         WebSocketConfig {
             enabled: true,
             bind: "127.0.0.1:7352".into(),
-            outbound_queue_capacity: 1024,
-            unreliable_queue_capacity: 256,
-            outbound_queue_max_bytes: 4 * 1024 * 1024,
-            max_coalesced_bytes: 64 * 1024,
+            lanes: LaneConfig::default(),
             max_message_bytes: 2 * 1024 * 1024,
             heartbeat_interval_ms: 15_000,
             heartbeat_timeout_ms: 45_000,
@@ -104,26 +96,7 @@ impl WebSocketConfig {
     /// Checks `transport.websocket.*`.
     pub fn validate(&self) -> Result<(), ConfigError> {
         parse_addr("transport.websocket.bind", &self.bind)?;
-        at_least(
-            "transport.websocket.outbound_queue_capacity",
-            self.outbound_queue_capacity,
-            1,
-        )?;
-        at_least(
-            "transport.websocket.unreliable_queue_capacity",
-            self.unreliable_queue_capacity,
-            1,
-        )?;
-        at_least(
-            "transport.websocket.outbound_queue_max_bytes",
-            self.outbound_queue_max_bytes,
-            1024,
-        )?;
-        at_least(
-            "transport.websocket.max_coalesced_bytes",
-            self.max_coalesced_bytes,
-            1024,
-        )?;
+        self.lanes.validate("websocket")?;
         at_least(
             "transport.websocket.max_message_bytes",
             self.max_message_bytes,
@@ -137,6 +110,60 @@ impl WebSocketConfig {
             ));
         }
         Ok(())
+    }
+}
+
+/// The outbound keys of every realtime transport section
+/// (`[transport.websocket]`, `[transport.quic]`, `[transport.webtransport]`),
+/// written flat in each section (`#[serde(flatten)]`: the sections keep
+/// rejecting unknown keys). Each connection's lanes
+/// (`crate::gateway::outbound::LaneLimits`) and its writer's batch size are
+/// built from it, whatever the transport.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LaneConfig {
+    /// Reliable lane capacity in envelopes; full closes the slow client.
+    pub outbound_queue_capacity: usize,
+    /// Unreliable lane capacity in envelopes; full drops the oldest.
+    pub unreliable_queue_capacity: usize,
+    /// Byte cap over both lanes; a reliable envelope past it closes the client.
+    pub outbound_queue_max_bytes: usize,
+    /// Most bytes of frames the writer puts in one write: one WebSocket
+    /// message, or one server-opened QUIC / WebTransport stream.
+    pub max_coalesced_bytes: usize,
+}
+
+impl Default for LaneConfig {
+    fn default() -> Self {
+        LaneConfig {
+            outbound_queue_capacity: 1024,
+            unreliable_queue_capacity: 256,
+            outbound_queue_max_bytes: 4 * 1024 * 1024,
+            max_coalesced_bytes: 64 * 1024,
+        }
+    }
+}
+
+impl LaneConfig {
+    /// Checks `transport.<section>.*` for these keys.
+    pub(super) fn validate(&self, section: &str) -> Result<(), ConfigError> {
+        let key = |k: &str| format!("transport.{section}.{k}");
+        at_least(
+            &key("outbound_queue_capacity"),
+            self.outbound_queue_capacity,
+            1,
+        )?;
+        at_least(
+            &key("unreliable_queue_capacity"),
+            self.unreliable_queue_capacity,
+            1,
+        )?;
+        at_least(
+            &key("outbound_queue_max_bytes"),
+            self.outbound_queue_max_bytes,
+            1024,
+        )?;
+        at_least(&key("max_coalesced_bytes"), self.max_coalesced_bytes, 1024)
     }
 }
 

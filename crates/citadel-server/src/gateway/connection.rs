@@ -517,4 +517,4 @@ impl Connection {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -5,7 +5,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -17,13 +16,14 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use super::{ApiError, MAX_BODY_BYTES};
-use crate::node::NodeShared;
+use super::{ApiError, HttpState, MAX_BODY_BYTES};
+use crate::services::AccountService;
 use crate::services::accounts::SignIn;
+use crate::services::live::LiveSessions;
 use crate::store::{AccountRecord, AccountUpdate, CredentialKind};
 
 /// The player routes.
-pub fn routes() -> Router<Arc<NodeShared>> {
+pub fn routes() -> Router<HttpState> {
     Router::new()
         .route("/v1/auth/device", post(device))
         .route("/v1/auth/custom", post(custom))
@@ -74,10 +74,6 @@ fn field_message(err: &serde_json::Error) -> String {
         }
     }
     "a field has the wrong type".into()
-}
-
-fn count(shared: &NodeShared) {
-    shared.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
 }
 
 /// The bearer token, if the header is present and well-formed.
@@ -134,12 +130,11 @@ fn signed_in(pair: crate::services::TokenPair) -> Response {
 }
 
 async fn sign_in_with_id(
-    shared: Arc<NodeShared>,
+    accounts: Arc<AccountService>,
     kind: CredentialKind,
     peer: SocketAddr,
     req: IdRequest,
 ) -> Result<Response, ApiError> {
-    count(&shared);
     let req = SignIn {
         id: req.id,
         password: None,
@@ -149,35 +144,31 @@ async fn sign_in_with_id(
         metadata: metadata_text(req.metadata),
     };
     Ok(signed_in(
-        shared
-            .accounts
-            .sign_in_with_id(kind, req, peer.ip())
-            .await?,
+        accounts.sign_in_with_id(kind, req, peer.ip()).await?,
     ))
 }
 
 async fn device(
-    State(shared): State<Arc<NodeShared>>,
+    State(accounts): State<Arc<AccountService>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     JsonBody(req): JsonBody<IdRequest>,
 ) -> Result<Response, ApiError> {
-    sign_in_with_id(shared, CredentialKind::Device, peer, req).await
+    sign_in_with_id(accounts, CredentialKind::Device, peer, req).await
 }
 
 async fn custom(
-    State(shared): State<Arc<NodeShared>>,
+    State(accounts): State<Arc<AccountService>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     JsonBody(req): JsonBody<IdRequest>,
 ) -> Result<Response, ApiError> {
-    sign_in_with_id(shared, CredentialKind::Custom, peer, req).await
+    sign_in_with_id(accounts, CredentialKind::Custom, peer, req).await
 }
 
 async fn email(
-    State(shared): State<Arc<NodeShared>>,
+    State(accounts): State<Arc<AccountService>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     JsonBody(req): JsonBody<EmailRequest>,
 ) -> Result<Response, ApiError> {
-    count(&shared);
     let req = SignIn {
         id: req.email,
         password: Some(req.password),
@@ -187,7 +178,7 @@ async fn email(
         metadata: metadata_text(req.metadata),
     };
     Ok(signed_in(
-        shared.accounts.sign_in_with_email(req, peer.ip()).await?,
+        accounts.sign_in_with_email(req, peer.ip()).await?,
     ))
 }
 
@@ -200,12 +191,11 @@ fn profile(a: &AccountRecord) -> serde_json::Value {
 }
 
 async fn get_account(
-    State(shared): State<Arc<NodeShared>>,
+    State(accounts): State<Arc<AccountService>>,
     headers: HeaderMap,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    count(&shared);
     let token = require_bearer(&headers)?;
-    Ok(Json(profile(&shared.accounts.account(&token).await?)))
+    Ok(Json(profile(&accounts.account(&token).await?)))
 }
 
 /// `display_name`: absent = unchanged, `null` = clear, string = set.
@@ -224,18 +214,17 @@ struct PatchRequest {
 }
 
 async fn patch_account(
-    State(shared): State<Arc<NodeShared>>,
+    State(accounts): State<Arc<AccountService>>,
     headers: HeaderMap,
     JsonBody(req): JsonBody<PatchRequest>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    count(&shared);
     let token = require_bearer(&headers)?;
     let update = AccountUpdate {
         username: req.username,
         display_name: req.display_name,
     };
     Ok(Json(profile(
-        &shared.accounts.update_account(&token, update).await?,
+        &accounts.update_account(&token, update).await?,
     )))
 }
 
@@ -249,16 +238,12 @@ struct LookupRequest {
 }
 
 async fn lookup(
-    State(shared): State<Arc<NodeShared>>,
+    State(accounts): State<Arc<AccountService>>,
     headers: HeaderMap,
     JsonBody(req): JsonBody<LookupRequest>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    count(&shared);
     let token = require_bearer(&headers)?;
-    let users = shared
-        .accounts
-        .lookup(&token, req.user_ids, req.usernames)
-        .await?;
+    let users = accounts.lookup(&token, req.user_ids, req.usernames).await?;
     Ok(Json(
         json!({"users": users.iter().map(profile).collect::<Vec<_>>()}),
     ))
@@ -271,11 +256,10 @@ struct RefreshRequest {
 }
 
 async fn refresh(
-    State(shared): State<Arc<NodeShared>>,
+    State(accounts): State<Arc<AccountService>>,
     JsonBody(req): JsonBody<RefreshRequest>,
 ) -> Result<Response, ApiError> {
-    count(&shared);
-    let pair = shared.accounts.refresh(&req.refresh_token).await?;
+    let pair = accounts.refresh(&req.refresh_token).await?;
     Ok((StatusCode::OK, Json(pair)).into_response())
 }
 
@@ -286,11 +270,11 @@ struct LogoutRequest {
 }
 
 async fn logout(
-    State(shared): State<Arc<NodeShared>>,
+    State(accounts): State<Arc<AccountService>>,
+    State(live): State<Arc<LiveSessions>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<StatusCode, ApiError> {
-    count(&shared);
     if body.len() > MAX_BODY_BYTES {
         return Err(ApiError::invalid("request body too large"));
     }
@@ -303,12 +287,11 @@ async fn logout(
     if access.is_none() && req.refresh_token.is_none() {
         return Err(ApiError::unauthenticated());
     }
-    if let Some(session_id) = shared
-        .accounts
+    if let Some(session_id) = accounts
         .logout(access.as_deref(), req.refresh_token.as_deref())
         .await?
     {
-        shared.live.close_session(&session_id);
+        live.close_session(&session_id);
     }
     Ok(StatusCode::NO_CONTENT)
 }

@@ -18,7 +18,9 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::node::NodeShared;
+/// `http.cors_allowed_origins`, shared by every request.
+#[derive(Debug, Clone, Default)]
+pub struct CorsOrigins(pub Arc<[String]>);
 
 /// Methods and request headers a preflight may ask for.
 const ALLOW_METHODS: &str = "GET, POST, PATCH, OPTIONS";
@@ -29,14 +31,11 @@ const EXPOSE_HEADERS: &str = "retry-after";
 const MAX_AGE: &str = "600";
 
 /// The middleware.
-pub async fn layer(State(shared): State<Arc<NodeShared>>, req: Request, next: Next) -> Response {
+pub async fn layer(State(origins): State<CorsOrigins>, req: Request, next: Next) -> Response {
     if !req.uri().path().starts_with("/v1/") {
         return next.run(req).await;
     }
-    let allowed = allowed_origin(
-        &shared.config.http.cors_allowed_origins,
-        req.headers().get(header::ORIGIN),
-    );
+    let allowed = allowed_origin(&origins.0, req.headers().get(header::ORIGIN));
     let preflight = req.method() == Method::OPTIONS
         && req
             .headers()

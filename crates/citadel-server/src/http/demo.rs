@@ -8,8 +8,7 @@
 //!
 //! What it is not: a static file server, or part of the `/v1` API.
 
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::net::SocketAddr;
 
 use axum::Router;
 use axum::extract::State;
@@ -18,7 +17,16 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::json;
 
-use crate::node::NodeShared;
+use super::HttpState;
+
+/// The bound realtime addresses the page points at.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DemoAddrs {
+    /// The WebSocket listener, if enabled.
+    pub websocket: Option<SocketAddr>,
+    /// The WebTransport endpoint, if enabled.
+    pub webtransport: Option<SocketAddr>,
+}
 
 const PAGE: &str = include_str!("../../demo/index.html");
 const BUNDLE: &str = include_str!("../../demo/demo.js");
@@ -28,22 +36,21 @@ const CONFIG_MARKER: &str = "__CITADEL_DEMO_CONFIG__";
 const MAX_HOST_BYTES: usize = 255;
 
 /// The routes.
-pub fn routes() -> Router<Arc<NodeShared>> {
+pub fn routes() -> Router<HttpState> {
     Router::new()
         .route("/demo", get(page))
         .route("/demo/", get(page))
         .route("/demo/demo.js", get(bundle))
 }
 
-async fn page(State(shared): State<Arc<NodeShared>>, headers: HeaderMap) -> Response {
-    shared.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
+async fn page(State(addrs): State<DemoAddrs>, headers: HeaderMap) -> Response {
     let host = host_name(&headers);
-    let ws_url = shared
-        .websocket_addr
+    let ws_url = addrs
+        .websocket
         .map(|addr| format!("ws://{host}:{}/", addr.port()));
     let config = json!({
         "webSocketUrl": ws_url,
-        "webTransportEnabled": shared.webtransport_addr.is_some(),
+        "webTransportEnabled": addrs.webtransport.is_some(),
     });
     // `<` escaped so the JSON can never close the script element.
     let config = config.to_string().replace('<', "\\u003c");
@@ -57,8 +64,7 @@ async fn page(State(shared): State<Arc<NodeShared>>, headers: HeaderMap) -> Resp
         .into_response()
 }
 
-async fn bundle(State(shared): State<Arc<NodeShared>>) -> Response {
-    shared.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
+async fn bundle() -> Response {
     (
         [
             (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),

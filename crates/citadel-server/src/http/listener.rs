@@ -39,20 +39,39 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 
+use tokio_util::sync::CancellationToken;
+
+use crate::config::HttpConfig;
 use crate::conn_limits::{AcceptBackoff, AddressLimit, AddressPermit};
 use crate::metrics::{Metrics, RefuseReason};
-use crate::node::NodeShared;
+
+/// The listener's bounds: `[http]` and how long an in-flight request may
+/// finish after shutdown (`shutdown.grace_ms`).
+#[derive(Debug, Clone)]
+pub struct ListenerSettings {
+    /// `[http]`.
+    pub http: HttpConfig,
+    /// `shutdown.grace_ms`.
+    pub grace: Duration,
+}
 
 /// Accepts HTTP connections until shutdown, then waits for the open ones.
-pub async fn serve(listener: TcpListener, shared: Arc<NodeShared>, app: Router) {
-    let cfg = &shared.config.http;
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    settings: ListenerSettings,
+    shutdown: CancellationToken,
+    metrics: Arc<Metrics>,
+) {
+    let settings = Arc::new(settings);
+    let cfg = &settings.http;
     let slots = Arc::new(Semaphore::new(cfg.max_connections));
     let per_address = AddressLimit::new(cfg.max_connections_per_ip);
     let connections = TaskTracker::new();
     let mut backoff = AcceptBackoff::default();
     loop {
         let accepted = tokio::select! {
-            _ = shared.shutdown.cancelled() => break,
+            _ = shutdown.cancelled() => break,
             accepted = listener.accept() => accepted,
         };
         let (stream, peer) = match accepted {
@@ -61,30 +80,34 @@ pub async fn serve(listener: TcpListener, shared: Arc<NodeShared>, app: Router) 
                 accepted
             }
             Err(err) => {
-                let pause = backoff.failed(&err, &shared.metrics, "http");
+                let pause = backoff.failed(&err, &metrics, "http");
                 tokio::select! {
-                    _ = shared.shutdown.cancelled() => break,
+                    _ = shutdown.cancelled() => break,
                     _ = tokio::time::sleep(pause) => continue,
                 }
             }
         };
         // Dropping the stream closes it: nothing is read or answered.
         let Ok(slot) = slots.clone().try_acquire_owned() else {
-            shared.metrics.refused(RefuseReason::HttpMaxConnections);
+            metrics.refused(RefuseReason::HttpMaxConnections);
             tracing::debug!(%peer, "http connection refused: http.max_connections");
             continue;
         };
         let Some(address) = per_address.try_acquire(peer.ip()) else {
-            shared.metrics.refused(RefuseReason::HttpPerAddress);
+            metrics.refused(RefuseReason::HttpPerAddress);
             tracing::debug!(%peer, "http connection refused: http.max_connections_per_ip");
             continue;
         };
-        let permits = Permits::new(slot, address, shared.metrics.clone());
+        let permits = Permits::new(slot, address, metrics.clone());
         connections.spawn(serve_connection(
             stream,
             peer,
             app.clone(),
-            shared.clone(),
+            Watch {
+                settings: settings.clone(),
+                shutdown: shutdown.clone(),
+                metrics: metrics.clone(),
+            },
             permits,
         ));
     }
@@ -120,17 +143,29 @@ impl Drop for Permits {
     }
 }
 
+/// What a connection's watchdog reads.
+struct Watch {
+    settings: Arc<ListenerSettings>,
+    shutdown: CancellationToken,
+    metrics: Arc<Metrics>,
+}
+
 /// Serves one connection until the client closes, a deadline passes, or
 /// shutdown finishes it.
 async fn serve_connection(
     stream: TcpStream,
     peer: SocketAddr,
     app: Router,
-    shared: Arc<NodeShared>,
+    watch: Watch,
     _permits: Permits,
 ) {
     let _ = stream.set_nodelay(true);
-    let cfg = &shared.config.http;
+    let Watch {
+        settings,
+        shutdown,
+        metrics,
+    } = watch;
+    let cfg = &settings.http;
     let limits = Deadlines {
         head: Duration::from_millis(cfg.header_read_timeout_ms),
         body: Duration::from_millis(cfg.body_read_timeout_ms),
@@ -169,16 +204,16 @@ async fn serve_connection(
                 if let Err(err) = result {
                     if err.is_parse_too_large() {
                         // hyper has answered 431 already.
-                        shared.metrics.refused(RefuseReason::HttpHeaderTooLarge);
+                        metrics.refused(RefuseReason::HttpHeaderTooLarge);
                     }
                     tracing::debug!(%peer, error = %err, "http connection ended with an error");
                 }
                 return;
             }
             _ = clock.changed.notified() => {}
-            _ = shared.shutdown.cancelled(), if grace_end.is_none() => {
+            _ = shutdown.cancelled(), if grace_end.is_none() => {
                 connection.as_mut().graceful_shutdown();
-                grace_end = Some(Instant::now() + Duration::from_millis(shared.config.shutdown.grace_ms));
+                grace_end = Some(Instant::now() + settings.grace);
             }
             _ = tokio::time::sleep_until(wake.unwrap_or_else(Instant::now)), if wake.is_some() => {
                 let now = Instant::now();
@@ -188,17 +223,17 @@ async fn serve_connection(
                 // Re-read the state: activity may have moved the deadline.
                 match clock.deadline(limits) {
                     Some((at, Expiry::Head)) if at <= now => {
-                        shared.metrics.refused(RefuseReason::HttpHeaderTimeout);
+                        metrics.refused(RefuseReason::HttpHeaderTimeout);
                         tracing::debug!(%peer, "http connection closed: header read timeout");
                         return;
                     }
                     Some((at, Expiry::Body)) if at <= now => {
-                        shared.metrics.refused(RefuseReason::HttpBodyTimeout);
+                        metrics.refused(RefuseReason::HttpBodyTimeout);
                         tracing::debug!(%peer, "http connection closed: body read timeout");
                         return;
                     }
                     Some((at, Expiry::Idle)) if at <= now => {
-                        shared.metrics.http_keep_alive_closes.fetch_add(1, Ordering::Relaxed);
+                        metrics.http_keep_alive_closes.fetch_add(1, Ordering::Relaxed);
                         tracing::debug!(%peer, "http connection closed: keep-alive timeout");
                         return;
                     }
@@ -512,8 +547,9 @@ mod tests {
         idle: Duration::from_secs(60),
     };
 
-    #[test]
-    fn phases_move_the_deadline() {
+    /// On paused time: the 20 ms between two requests is advanced, not slept.
+    #[tokio::test(start_paused = true)]
+    async fn phases_move_the_deadline() {
         let clock = Clock::new();
         let (at, why) = clock.deadline(LIMITS).unwrap();
         assert_eq!(why, Expiry::Head, "a new connection must send a head");
@@ -545,7 +581,7 @@ mod tests {
         let (idle_at, why) = clock.deadline(LIMITS).unwrap();
         assert_eq!(why, Expiry::Idle);
         let idle_since = idle_at - LIMITS.idle;
-        std::thread::sleep(Duration::from_millis(20));
+        tokio::time::advance(Duration::from_millis(20)).await;
         clock.bytes_read();
         let (head_at, why) = clock.deadline(LIMITS).unwrap();
         assert_eq!(why, Expiry::Head, "first byte of the next request");

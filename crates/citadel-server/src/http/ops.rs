@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use axum::Router;
 use axum::extract::State;
@@ -12,53 +13,80 @@ use axum::response::{IntoResponse, Json, Response};
 use axum::routing::get;
 use serde_json::json;
 
-use crate::node::NodeShared;
+use super::HttpState;
+use crate::actors::TransformHub;
+use crate::config::{QUIC_DEFAULT_BIND, TransportConfig, WEBTRANSPORT_DEFAULT_BIND};
+use crate::metrics::Metrics;
+use crate::realm::Realm;
+
+/// What the operations endpoints read: the node's identity, fixed at
+/// start, and the live counters and registries.
+pub struct OpsView {
+    /// `server.node_id`.
+    pub node_id: String,
+    /// When the node started.
+    pub started: Instant,
+    /// The store backend (`sqlite`, `postgres`).
+    pub backend: &'static str,
+    /// The `transports` object of `/status` (from the config).
+    pub transports: serde_json::Value,
+    /// Rooms and the default dimension.
+    pub realm: Arc<Realm>,
+    /// Networked actors.
+    pub hub: Arc<TransformHub>,
+    /// Counters.
+    pub metrics: Arc<Metrics>,
+}
+
+impl OpsView {
+    /// The `transports` object of `/status` for `[transport]`.
+    pub fn transports_json(cfg: &TransportConfig) -> serde_json::Value {
+        json!({
+            "websocket": { "enabled": cfg.websocket.enabled, "bind": cfg.websocket.bind },
+            "quic": { "enabled": cfg.quic.enabled, "bind": cfg.quic.bind_or(QUIC_DEFAULT_BIND) },
+            "webtransport": {
+                "enabled": cfg.webtransport.enabled,
+                "bind": cfg.webtransport.bind_or(WEBTRANSPORT_DEFAULT_BIND),
+                "path": cfg.webtransport.path,
+            },
+        })
+    }
+}
 
 /// The operations routes.
-pub fn routes() -> Router<Arc<NodeShared>> {
+pub fn routes() -> Router<HttpState> {
     Router::new()
         .route("/health", get(health))
         .route("/status", get(status))
         .route("/metrics", get(metrics))
 }
 
-async fn health(State(shared): State<Arc<NodeShared>>) -> Json<serde_json::Value> {
-    shared.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
+async fn health(State(ops): State<Arc<OpsView>>) -> Json<serde_json::Value> {
     Json(json!({
         "status": "healthy",
-        "node_id": shared.config.server.node_id,
+        "node_id": ops.node_id,
         "version": env!("CARGO_PKG_VERSION"),
     }))
 }
 
-async fn status(State(shared): State<Arc<NodeShared>>) -> Json<serde_json::Value> {
-    let m = &shared.metrics;
-    m.http_requests.fetch_add(1, Ordering::Relaxed);
-    let cfg = &shared.config.transport;
-    let rooms = shared.realm.rooms();
+async fn status(State(ops): State<Arc<OpsView>>) -> Json<serde_json::Value> {
+    let m = &ops.metrics;
+    let rooms = ops.realm.rooms();
     Json(json!({
         "status": "healthy",
-        "node_id": shared.config.server.node_id,
+        "node_id": ops.node_id,
         "version": env!("CARGO_PKG_VERSION"),
-        "uptime_seconds": shared.started.elapsed().as_secs(),
-        "backend": shared.accounts.store().backend(),
-        "transports": {
-            "websocket": { "enabled": cfg.websocket.enabled, "bind": cfg.websocket.bind },
-            "quic": { "enabled": cfg.quic.enabled, "bind": cfg.quic.bind_or(crate::config::QUIC_DEFAULT_BIND) },
-            "webtransport": {
-                "enabled": cfg.webtransport.enabled,
-                "bind": cfg.webtransport.bind_or(crate::config::WEBTRANSPORT_DEFAULT_BIND),
-                "path": cfg.webtransport.path,
-            },
-        },
+        "uptime_seconds": ops.started.elapsed().as_secs(),
+        "backend": ops.backend,
+        "transports": ops.transports,
         "connections": m.connections_open.load(Ordering::Relaxed),
         "participants": m.participants.load(Ordering::Relaxed),
-        "default_dimension_participants": shared.realm.lobby_count(),
+        "default_dimension_participants": ops.realm.lobby_count(),
         "rooms": rooms,
         "transform_sync": {
-            "enabled": shared.hub.enabled(),
-            "clients": shared.hub.client_count(),
-            "actors": shared.hub.actor_count(),
+            "enabled": ops.hub.enabled(),
+            "clients": ops.hub.client_count(),
+            "actors": ops.hub.actor_count(),
         },
         "envelopes_in": m.envelopes_in.load(Ordering::Relaxed),
         "envelopes_out": m.envelopes_out.load(Ordering::Relaxed),
@@ -84,9 +112,8 @@ async fn status(State(shared): State<Arc<NodeShared>>) -> Json<serde_json::Value
     }))
 }
 
-async fn metrics(State(shared): State<Arc<NodeShared>>) -> Response {
-    shared.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
-    let body = shared.metrics.render_prometheus(shared.realm.room_count());
+async fn metrics(State(ops): State<Arc<OpsView>>) -> Response {
+    let body = ops.metrics.render_prometheus(ops.realm.room_count());
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
 }
 

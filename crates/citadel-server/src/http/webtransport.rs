@@ -8,8 +8,8 @@
 //! What it is not: authenticated, or a way to fetch the key. 404
 //! `webtransport_disabled` when WebTransport is off.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use axum::Router;
 use axum::extract::State;
@@ -20,16 +20,27 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::json;
 
-use crate::node::NodeShared;
+use super::HttpState;
+use crate::transport::tls::CurrentTls;
+
+/// What the route reports.
+#[derive(Debug)]
+pub struct WebTransportInfo {
+    /// The bound endpoint (`None`: WebTransport is off).
+    pub addr: Option<SocketAddr>,
+    /// `transport.webtransport.path`.
+    pub path: String,
+    /// The certificate in use (renewed while the node runs).
+    pub tls: Arc<CurrentTls>,
+}
 
 /// The route.
-pub fn routes() -> Router<Arc<NodeShared>> {
+pub fn routes() -> Router<HttpState> {
     Router::new().route("/v1/webtransport", get(webtransport))
 }
 
-async fn webtransport(State(shared): State<Arc<NodeShared>>) -> Response {
-    shared.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
-    let (Some(addr), Some(tls)) = (shared.webtransport_addr, shared.tls()) else {
+async fn webtransport(State(info): State<Arc<WebTransportInfo>>) -> Response {
+    let (Some(addr), Some(tls)) = (info.addr, info.tls.get()) else {
         return (
             StatusCode::NOT_FOUND,
             Json(
@@ -38,7 +49,7 @@ async fn webtransport(State(shared): State<Arc<NodeShared>>) -> Response {
         )
             .into_response();
     };
-    let path = &shared.config.transport.webtransport.path;
+    let path = &info.path;
     Json(json!({
         "url": format!("https://{addr}{path}"),
         "port": addr.port(),

@@ -37,9 +37,8 @@ impl Fanout {
     }
 }
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use citadel_wire::Envelope;
-use citadel_wire::protocol::{LENGTH_PREFIX_BYTES, SENDER_ID_BYTES};
 
 use crate::gateway::outbound::Outbound;
 use crate::place::Place;
@@ -111,16 +110,12 @@ pub fn frame(envelope: &Envelope) -> Bytes {
     envelope.encode_framed()
 }
 
-/// A framed envelope of `kind` whose body is `sender` (u64 BE) followed by
-/// `payload`: how relayed frames carry their origin. Encoded once.
+/// A framed envelope of `kind` whose body is
+/// [`citadel_wire::protocol::tag_with_sender`]`(sender, payload)`: how
+/// relayed frames carry their origin. Encoded once, in one buffer, by the
+/// wire crate.
 pub fn tagged_frame(kind: u16, sender: u64, payload: &[u8]) -> Bytes {
-    let body_len = SENDER_ID_BYTES + payload.len();
-    let mut out = BytesMut::with_capacity(LENGTH_PREFIX_BYTES + 2 + body_len);
-    out.put_u32((2 + body_len) as u32);
-    out.put_u16(kind);
-    out.put_u64(sender);
-    out.put_slice(payload);
-    out.freeze()
+    citadel_wire::protocol::framed_with_sender(kind, sender, payload)
 }
 
 #[cfg(test)]
@@ -128,6 +123,12 @@ mod tests {
     use super::*;
     use bytes::BytesMut;
     use citadel_wire::decode_framed;
+
+    #[test]
+    fn tagged_frame_is_the_framed_envelope_of_tag_with_sender() {
+        let tagged = citadel_wire::protocol::tag_with_sender(7, b"xy");
+        assert_eq!(tagged_frame(2, 7, b"xy"), frame(&Envelope::new(2, tagged)));
+    }
 
     #[test]
     fn tagged_frame_is_a_framed_envelope_with_the_sender_first() {

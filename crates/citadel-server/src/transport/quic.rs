@@ -14,8 +14,8 @@ use anyhow::Context as _;
 use bytes::Bytes;
 
 use crate::config::DatagramTransportConfig;
-use crate::metrics::RefuseReason;
-use crate::node::NodeShared;
+use crate::transport::TransportDeps;
+use crate::transport::link::LinkSettings;
 use crate::transport::session::{DatagramQueued, DatagramRefused, Session};
 use crate::transport::tls::{ALPN_CITADEL, TlsIdentity};
 use crate::transport::udp_conn::handle_session;
@@ -83,26 +83,22 @@ pub fn endpoint(
 /// Accepts QUIC connections until shutdown; a source address past
 /// `transport.limits.max_connections_per_ip` is refused before the
 /// handshake (counted).
-pub async fn serve(endpoint: quinn::Endpoint, shared: Arc<NodeShared>) {
-    let handshake = Duration::from_millis(shared.config.transport.auth.handshake_timeout_ms);
+pub async fn serve(endpoint: quinn::Endpoint, deps: TransportDeps, settings: LinkSettings) {
     loop {
         let incoming = tokio::select! {
-            _ = shared.shutdown.cancelled() => break,
+            _ = deps.shutdown.cancelled() => break,
             incoming = endpoint.accept() => incoming,
         };
         let Some(incoming) = incoming else { break };
-        let Some(address) = shared
-            .realtime_per_address
-            .try_acquire(incoming.remote_address().ip())
-        else {
-            shared.metrics.refused(RefuseReason::RealtimePerAddress);
+        let Some(address) = deps.admission.try_address(incoming.remote_address().ip()) else {
             incoming.refuse();
             continue;
         };
-        let shared = shared.clone();
-        shared.tasks.clone().spawn(async move {
+        let deps = deps.clone();
+        deps.tasks.clone().spawn(async move {
             let _address = address;
-            let connection = match tokio::time::timeout(handshake, incoming).await {
+            let connection = match tokio::time::timeout(settings.handshake_timeout, incoming).await
+            {
                 Ok(Ok(connection)) => connection,
                 Ok(Err(err)) => {
                     tracing::debug!(error = %err, "quic handshake failed");
@@ -113,12 +109,11 @@ pub async fn serve(endpoint: quinn::Endpoint, shared: Arc<NodeShared>) {
                     return;
                 }
             };
-            let cfg = shared.config.transport.quic.clone();
-            handle_session(QuicSession(connection), shared, cfg).await;
+            handle_session(QuicSession(connection), deps, settings).await;
         });
     }
     // Let connections send their close frames before the socket goes.
-    shared.tasks.clone().spawn(async move {
+    deps.tasks.clone().spawn(async move {
         let _ = tokio::time::timeout(Duration::from_secs(2), endpoint.wait_idle()).await;
     });
 }

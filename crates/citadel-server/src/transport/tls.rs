@@ -16,7 +16,7 @@
 //! `citadel/0` for QUIC, `h3` for WebTransport).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
@@ -44,6 +44,30 @@ pub struct TlsIdentity {
     pub leaf_sha256: [u8; 32],
     /// Not-after of a development certificate (None for configured PEM).
     pub dev_not_after: Option<SystemTime>,
+}
+
+/// The certificate QUIC and WebTransport present now, shared by the
+/// renewal task (which replaces it), `GET /v1/webtransport` and the node's
+/// handle (which read it). Empty when both UDP transports are off.
+#[derive(Debug, Default)]
+pub struct CurrentTls(RwLock<Option<Arc<TlsIdentity>>>);
+
+impl CurrentTls {
+    /// Holding `identity` (or nothing).
+    pub fn new(identity: Option<Arc<TlsIdentity>>) -> Arc<Self> {
+        Arc::new(CurrentTls(RwLock::new(identity)))
+    }
+
+    /// The identity in use.
+    pub fn get(&self) -> Option<Arc<TlsIdentity>> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Replaces the identity in use (new handshakes already use the new
+    /// one; this only changes what is reported).
+    pub fn set(&self, identity: Arc<TlsIdentity>) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = Some(identity);
+    }
 }
 
 /// Installs rustls' ring provider as the process default (idempotent).

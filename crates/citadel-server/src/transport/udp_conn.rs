@@ -7,14 +7,15 @@
 //!   so a client that sends one uni stream per envelope keeps its order;
 //!   each bidirectional stream gets its own reader) and pass them through a
 //!   bounded channel;
-//! - this task feeds them to [`Connection::handle_envelope`] and datagrams
-//!   to [`Connection::handle_datagram`];
+//! - this task runs the shared reader core ([`super::link::drive`]) over
+//!   [`SessionSource`]: decoded stream envelopes and the session's
+//!   datagrams, fed to the gateway's connection;
 //! - the writer task drains the [`Outbound`]: reliable frames as one
 //!   server-opened unidirectional stream per batch, opened, written and
 //!   finished one after another by this single task (so stream ids grow in
 //!   send order and a client that reads streams in id order sees the send
 //!   order); unreliable frames as one datagram each (datagram form =
-//!   `frame[4..]`), counted and skipped when over the current maximum
+//!   [`framed_to_datagram`]), counted and skipped when over the current maximum
 //!   datagram size.
 //!
 //! What it is not: it routes nothing itself and knows no kinds.
@@ -23,20 +24,16 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use citadel_wire::Envelope;
+use citadel_wire::{Envelope, FrameDecoder, framed_to_datagram};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
-use tokio::time::Instant;
 
-use crate::config::DatagramTransportConfig;
-use crate::gateway::connection::{Connection, Flow};
-use crate::gateway::outbound::{LaneLimits, Outbound};
+use crate::gateway::outbound::Outbound;
 use crate::metrics::{CloseReason, DropReason, Metrics};
-use crate::node::NodeShared;
+use crate::transport::TransportDeps;
+use crate::transport::link::{Inbound, LinkSettings, Source, drive};
 use crate::transport::session::{DatagramQueued, DatagramRefused, Session};
-use crate::transport::slot::OpenConnection;
 
 /// Decoded envelopes waiting for the connection task, per connection.
 const INBOUND_CHANNEL: usize = 64;
@@ -44,40 +41,31 @@ const INBOUND_CHANNEL: usize = 64;
 const DATAGRAMS_PER_BATCH: usize = 64;
 /// How long the last stream may take to be acknowledged before the close.
 const CLOSE_FLUSH: Duration = Duration::from_secs(1);
+/// Bytes read from a client stream at once.
+const STREAM_READ_CHUNK: usize = 16 * 1024;
 
-enum Inbound {
+enum StreamInput {
     Frame(Envelope),
     Bad(CloseReason),
 }
 
 /// Serves one accepted session until it ends.
-pub async fn handle_session<S: Session>(
-    session: S,
-    shared: Arc<NodeShared>,
-    cfg: DatagramTransportConfig,
-) {
-    let Some(open) = OpenConnection::try_open(&shared) else {
+pub async fn handle_session<S: Session>(session: S, deps: TransportDeps, settings: LinkSettings) {
+    let Some(open) = deps.admission.try_open() else {
         let (code, text) = CloseReason::ServerFull.quic_close();
         session.close(code, text.as_bytes());
         return;
     };
-    let metrics = shared.metrics.clone();
-    let outbound = Outbound::new(
-        LaneLimits {
-            reliable_capacity: cfg.outbound_queue_capacity,
-            unreliable_capacity: cfg.unreliable_queue_capacity,
-            max_bytes: cfg.outbound_queue_max_bytes,
-        },
-        metrics.clone(),
-    );
+    let metrics = deps.metrics.clone();
+    let outbound = settings.outbound(metrics.clone());
     let writer = tokio::spawn(run_writer(
         session.clone(),
         outbound.clone(),
-        shared.clone(),
-        cfg.max_coalesced_bytes,
+        metrics.clone(),
+        settings.max_coalesced_bytes,
     ));
     let (tx, rx) = mpsc::channel(INBOUND_CHANNEL);
-    let max_frame = shared.config.transport.limits.max_inbound_frame_bytes;
+    let max_frame = settings.max_inbound_frame_bytes;
     let mut readers = JoinSet::new();
     readers.spawn(read_uni_streams(
         session.clone(),
@@ -91,89 +79,51 @@ pub async fn handle_session<S: Session>(
         max_frame,
         metrics.clone(),
     ));
-    let mut connection = Connection::new(shared.gateway.clone(), outbound.clone());
-    let mut datagrams_read = 0;
-    let reason = run_reader(
-        &session,
-        rx,
-        &mut connection,
+    let mut source = SessionSource {
+        session: &session,
+        streams: rx,
+        datagrams_read: 0,
+    };
+    let reason = drive(
+        &mut source,
+        &deps.gateway,
         &outbound,
-        &shared,
-        &mut datagrams_read,
+        &settings,
+        &deps.shutdown,
     )
     .await;
-    connection.handle_disconnect();
-    outbound.close(reason);
     readers.abort_all();
     let _ = writer.await;
-    let unread = session.datagrams_received().saturating_sub(datagrams_read);
+    let unread = session
+        .datagrams_received()
+        .saturating_sub(source.datagrams_read);
     metrics.drop_n(DropReason::DatagramReceiveBufferFull, unread);
     open.finish(outbound.close_reason().unwrap_or(reason));
 }
 
-/// Feeds streams and datagrams to the connection (counting the datagrams
-/// it reads in `datagrams_read`); returns why it ended.
-async fn run_reader<S: Session>(
-    session: &S,
-    mut rx: mpsc::Receiver<Inbound>,
-    connection: &mut Connection,
-    outbound: &Outbound,
-    shared: &Arc<NodeShared>,
-    datagrams_read: &mut u64,
-) -> CloseReason {
-    let handshake_deadline =
-        Instant::now() + Duration::from_millis(shared.config.transport.auth.handshake_timeout_ms);
-    let grace = Duration::from_millis(shared.config.shutdown.grace_ms);
-    let aborted = outbound.aborted();
-    let mut shutdown_deadline: Option<Instant> = None;
-    loop {
-        let live = connection.is_live();
+/// Envelopes from the stream readers and the session's datagrams, as the
+/// reader core sees them (counting the datagrams read).
+struct SessionSource<'a, S> {
+    session: &'a S,
+    streams: mpsc::Receiver<StreamInput>,
+    datagrams_read: u64,
+}
+
+impl<S: Session> Source for SessionSource<'_, S> {
+    async fn next(&mut self) -> Inbound {
         tokio::select! {
-            _ = aborted.cancelled() => {
-                return outbound.close_reason().unwrap_or(CloseReason::TransportError);
-            }
-            _ = shared.shutdown.cancelled(), if shutdown_deadline.is_none() => {
-                outbound.close(CloseReason::Shutdown);
-                shutdown_deadline = Some(Instant::now() + grace);
-            }
-            _ = tokio::time::sleep_until(shutdown_deadline.unwrap_or(handshake_deadline)), if shutdown_deadline.is_some() => {
-                outbound.abort(CloseReason::Shutdown);
-                return CloseReason::Shutdown;
-            }
-            _ = tokio::time::sleep_until(handshake_deadline), if !live && shutdown_deadline.is_none() => {
-                return CloseReason::HandshakeTimeout;
-            }
-            inbound = rx.recv() => {
-                let envelope = match inbound {
-                    None => return CloseReason::ClientClosed,
-                    Some(Inbound::Bad(reason)) => return reason,
-                    Some(Inbound::Frame(envelope)) => envelope,
-                };
-                if shutdown_deadline.is_some() {
-                    continue; // draining: new input is not processed
+            input = self.streams.recv() => match input {
+                None => Inbound::End(CloseReason::ClientClosed),
+                Some(StreamInput::Bad(reason)) => Inbound::End(reason),
+                Some(StreamInput::Frame(envelope)) => Inbound::Envelope(envelope),
+            },
+            datagram = self.session.read_datagram() => match datagram {
+                None => Inbound::End(CloseReason::ClientClosed),
+                Some(datagram) => {
+                    self.datagrams_read += 1;
+                    Inbound::Datagram(datagram)
                 }
-                if let Flow::Close(reason) = connection.handle_envelope(envelope).await {
-                    return reason;
-                }
-            }
-            datagram = session.read_datagram() => {
-                let Some(datagram) = datagram else {
-                    return CloseReason::ClientClosed;
-                };
-                *datagrams_read += 1;
-                if shutdown_deadline.is_some() {
-                    continue;
-                }
-                shared.metrics.bytes_in.fetch_add(datagram.len() as u64, Ordering::Relaxed);
-                match citadel_wire::decode_datagram_bytes(datagram) {
-                    Err(_) => shared.metrics.dropped(DropReason::MalformedDatagram),
-                    Ok(envelope) => {
-                        if let Flow::Close(reason) = connection.handle_datagram(envelope).await {
-                            return reason;
-                        }
-                    }
-                }
-            }
+            },
         }
     }
 }
@@ -181,13 +131,13 @@ async fn run_reader<S: Session>(
 /// Reads client-opened unidirectional streams one after the other.
 async fn read_uni_streams<S: Session>(
     session: S,
-    tx: mpsc::Sender<Inbound>,
+    tx: mpsc::Sender<StreamInput>,
     max_frame: usize,
     metrics: Arc<Metrics>,
 ) {
     while let Some(stream) = session.accept_uni().await {
         if let Err(reason) = read_stream(stream, &tx, max_frame, &metrics).await {
-            let _ = tx.send(Inbound::Bad(reason)).await;
+            let _ = tx.send(StreamInput::Bad(reason)).await;
             return;
         }
     }
@@ -196,7 +146,7 @@ async fn read_uni_streams<S: Session>(
 /// Accepts client-opened bidirectional streams, one reader each.
 async fn read_bi_streams<S: Session>(
     session: S,
-    tx: mpsc::Sender<Inbound>,
+    tx: mpsc::Sender<StreamInput>,
     max_frame: usize,
     metrics: Arc<Metrics>,
 ) {
@@ -206,7 +156,7 @@ async fn read_bi_streams<S: Session>(
         let metrics = metrics.clone();
         streams.spawn(async move {
             if let Err(reason) = read_stream(stream, &tx, max_frame, &metrics).await {
-                let _ = tx.send(Inbound::Bad(reason)).await;
+                let _ = tx.send(StreamInput::Bad(reason)).await;
             }
         });
         while streams.try_join_next().is_some() {}
@@ -217,27 +167,23 @@ async fn read_bi_streams<S: Session>(
 /// length or a stream that ends inside a frame is a framing error.
 async fn read_stream<R: AsyncRead + Unpin>(
     mut stream: R,
-    tx: &mpsc::Sender<Inbound>,
+    tx: &mpsc::Sender<StreamInput>,
     max_frame: usize,
     metrics: &Metrics,
 ) -> Result<(), CloseReason> {
-    let mut buf = BytesMut::new();
+    let mut decoder = FrameDecoder::new(max_frame);
+    let mut chunk = vec![0u8; STREAM_READ_CHUNK];
     loop {
-        buf.reserve(16 * 1024);
-        let n = match stream.read_buf(&mut buf).await {
+        let n = match stream.read(&mut chunk).await {
             Ok(n) => n,
             Err(_) => return Ok(()), // reset or connection gone
         };
         metrics.bytes_in.fetch_add(n as u64, Ordering::Relaxed);
+        decoder.handle_bytes(&chunk[..n]);
         loop {
-            match citadel_wire::peek_frame_len(&buf) {
-                Err(_) => return Err(CloseReason::FramingError),
-                Ok(Some(len)) if len > max_frame => return Err(CloseReason::FramingError),
-                _ => {}
-            }
-            match citadel_wire::decode_framed(&mut buf) {
+            match decoder.poll_envelope() {
                 Ok(Some(envelope)) => {
-                    if tx.send(Inbound::Frame(envelope)).await.is_err() {
+                    if tx.send(StreamInput::Frame(envelope)).await.is_err() {
                         return Ok(());
                     }
                 }
@@ -246,7 +192,7 @@ async fn read_stream<R: AsyncRead + Unpin>(
             }
         }
         if n == 0 {
-            return if buf.is_empty() {
+            return if decoder.buffered() == 0 {
                 Ok(())
             } else {
                 Err(CloseReason::FramingError)
@@ -260,11 +206,10 @@ async fn read_stream<R: AsyncRead + Unpin>(
 async fn run_writer<S: Session>(
     session: S,
     outbound: Outbound,
-    shared: Arc<NodeShared>,
+    metrics: Arc<Metrics>,
     max_batch: usize,
 ) {
     let aborted = outbound.aborted();
-    let metrics = &shared.metrics;
     let mut last: Option<S::Sent> = None;
     let reason = loop {
         let batch = tokio::select! {
@@ -272,7 +217,7 @@ async fn run_writer<S: Session>(
             batch = outbound.next_split_batch(max_batch, DATAGRAMS_PER_BATCH) => batch,
         };
         for frame in batch.unreliable {
-            let Some(datagram) = datagram_form(&frame) else {
+            let Some(datagram) = framed_to_datagram(&frame) else {
                 continue;
             };
             let len = datagram.len() as u64;
@@ -315,10 +260,4 @@ async fn run_writer<S: Session>(
     let (code, text) = reason.quic_close();
     session.close(code, text.as_bytes());
     aborted.cancel();
-}
-
-/// The datagram form of a framed envelope (kind + body, no length prefix).
-fn datagram_form(frame: &Bytes) -> Option<Bytes> {
-    (frame.len() >= citadel_wire::protocol::LENGTH_PREFIX_BYTES + 2)
-        .then(|| frame.slice(citadel_wire::protocol::LENGTH_PREFIX_BYTES..))
 }

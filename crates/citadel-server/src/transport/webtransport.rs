@@ -19,8 +19,8 @@ use bytes::Bytes;
 use tokio::io::AsyncWriteExt;
 
 use crate::config::DatagramTransportConfig;
-use crate::metrics::RefuseReason;
-use crate::node::NodeShared;
+use crate::transport::TransportDeps;
+use crate::transport::link::LinkSettings;
 use crate::transport::quic::transport_config;
 use crate::transport::session::{DatagramQueued, DatagramRefused, Session};
 use crate::transport::tls::TlsIdentity;
@@ -54,30 +54,32 @@ pub fn endpoint(
         .with_context(|| format!("cannot bind transport.webtransport.bind {addr}"))
 }
 
-/// Accepts WebTransport sessions until shutdown; a source address past
-/// `transport.limits.max_connections_per_ip` is refused before the
-/// handshake (counted).
-pub async fn serve(endpoint: Arc<WtEndpoint>, shared: Arc<NodeShared>) {
-    let handshake = Duration::from_millis(shared.config.transport.auth.handshake_timeout_ms);
+/// Accepts WebTransport sessions on `path` until shutdown; a source
+/// address past `transport.limits.max_connections_per_ip` is refused before
+/// the handshake (counted).
+pub async fn serve(
+    endpoint: Arc<WtEndpoint>,
+    deps: TransportDeps,
+    settings: LinkSettings,
+    path: String,
+) {
+    let path: Arc<str> = path.into();
     loop {
         let incoming = tokio::select! {
-            _ = shared.shutdown.cancelled() => break,
+            _ = deps.shutdown.cancelled() => break,
             incoming = endpoint.accept() => incoming,
         };
-        let Some(address) = shared
-            .realtime_per_address
-            .try_acquire(incoming.remote_address().ip())
-        else {
-            shared.metrics.refused(RefuseReason::RealtimePerAddress);
+        let Some(address) = deps.admission.try_address(incoming.remote_address().ip()) else {
             incoming.refuse();
             continue;
         };
-        let shared = shared.clone();
-        shared.tasks.clone().spawn(async move {
+        let deps = deps.clone();
+        let path = path.clone();
+        deps.tasks.clone().spawn(async move {
             let _address = address;
-            let accepted = tokio::time::timeout(handshake, async {
+            let accepted = tokio::time::timeout(settings.handshake_timeout, async {
                 let request = incoming.await.ok()?;
-                if request.path() != shared.config.transport.webtransport.path {
+                if request.path() != &*path {
                     request.not_found().await;
                     return None;
                 }
@@ -88,11 +90,10 @@ pub async fn serve(endpoint: Arc<WtEndpoint>, shared: Arc<NodeShared>) {
                 tracing::debug!("webtransport session setup failed or timed out");
                 return;
             };
-            let cfg = shared.config.transport.webtransport.clone();
-            handle_session(WtSession(Arc::new(connection)), shared, cfg).await;
+            handle_session(WtSession(Arc::new(connection)), deps, settings).await;
         });
     }
-    shared.tasks.clone().spawn(async move {
+    deps.tasks.clone().spawn(async move {
         let _ = tokio::time::timeout(Duration::from_secs(2), endpoint.wait_idle()).await;
     });
 }

@@ -1,9 +1,10 @@
 //! WebSocket transport: binary messages carry framed envelopes.
 //!
-//! Per accepted socket: a reader (this task) reassembles frames that span
-//! messages and splits messages holding several frames, feeding each
-//! envelope to the [`Connection`]; a writer task drains the connection's
-//! [`Outbound`] and coalesces a batch of frames into one binary message.
+//! Per accepted socket: the shared reader core ([`super::link::drive`])
+//! reads messages through [`WsSource`] (a frame may span messages and a
+//! message may hold several frames) and feeds each envelope to the gateway's
+//! connection; a writer task drains the connection's [`Outbound`] and
+//! coalesces a batch of frames into one binary message, pinging when idle.
 //! Text messages and framing errors close the connection with a reason.
 //! What it is not: it routes nothing itself.
 
@@ -12,7 +13,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use bytes::BytesMut;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -20,14 +20,14 @@ use tokio::time::Instant;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig as WsProtocolConfig};
 
+use crate::config::{Config, WebSocketConfig};
 use crate::conn_limits::{AcceptBackoff, AddressPermit};
-use crate::gateway::connection::{Connection, Flow};
-use crate::gateway::outbound::{LaneLimits, Outbound};
-use crate::metrics::{CloseReason, RefuseReason};
-use crate::node::NodeShared;
-use crate::transport::slot::OpenConnection;
+use crate::gateway::outbound::Outbound;
+use crate::metrics::{CloseReason, Metrics};
+use crate::transport::TransportDeps;
+use crate::transport::link::{Inbound, LinkSettings, Source, drive};
 
 type Sink = SplitSink<WebSocketStream<TcpStream>, Message>;
 type Stream = SplitStream<WebSocketStream<TcpStream>>;
@@ -35,42 +35,71 @@ type Stream = SplitStream<WebSocketStream<TcpStream>>;
 /// How long a closing connection waits for the peer's close reply.
 const CLOSE_LINGER: Duration = Duration::from_secs(1);
 
+/// Per-connection WebSocket read buffer (tungstenite's default is 128 KiB).
+const WS_READ_BUFFER_BYTES: usize = 4 * 1024;
+
+/// What every WebSocket connection of a node is built with.
+#[derive(Debug, Clone)]
+pub struct WsSettings {
+    /// The bounds and deadlines shared with the other transports (idle
+    /// limit: `heartbeat_timeout_ms`).
+    pub link: LinkSettings,
+    /// Largest inbound message (`max_message_bytes`).
+    pub max_message_bytes: usize,
+    /// Ping interval once idle (`heartbeat_interval_ms`; `None`: off).
+    pub ping_every: Option<Duration>,
+}
+
+impl WsSettings {
+    /// From `[transport.websocket]` and the node-wide keys of `config`.
+    pub fn new(ws: &WebSocketConfig, config: &Config) -> Self {
+        let millis = |ms: u64| (ms > 0).then(|| Duration::from_millis(ms));
+        WsSettings {
+            link: LinkSettings::new(&ws.lanes, config)
+                .with_idle_timeout(millis(ws.heartbeat_timeout_ms)),
+            max_message_bytes: ws.max_message_bytes,
+            ping_every: millis(ws.heartbeat_interval_ms),
+        }
+    }
+}
+
 /// Accepts WebSocket connections until shutdown. A source address past
 /// `transport.limits.max_connections_per_ip` is closed at once (counted);
 /// a failed accept pauses the loop ([`AcceptBackoff`]).
-pub async fn serve(listener: TcpListener, shared: Arc<NodeShared>) {
+pub async fn serve(listener: TcpListener, deps: TransportDeps, settings: WsSettings) {
+    let settings = Arc::new(settings);
     let mut backoff = AcceptBackoff::default();
     loop {
         let accepted = tokio::select! {
-            _ = shared.shutdown.cancelled() => break,
+            _ = deps.shutdown.cancelled() => break,
             accepted = listener.accept() => accepted,
         };
         match accepted {
             Ok((stream, peer)) => {
                 backoff.succeeded();
-                let Some(address) = shared.realtime_per_address.try_acquire(peer.ip()) else {
-                    shared.metrics.refused(RefuseReason::RealtimePerAddress);
+                let Some(address) = deps.admission.try_address(peer.ip()) else {
                     tracing::debug!(%peer, "websocket connection refused: max_connections_per_ip");
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
-                shared
-                    .tasks
-                    .spawn(handle_socket(stream, peer, shared.clone(), address));
+                deps.tasks.spawn(handle_socket(
+                    stream,
+                    peer,
+                    deps.clone(),
+                    settings.clone(),
+                    address,
+                ));
             }
             Err(err) => {
-                let pause = backoff.failed(&err, &shared.metrics, "websocket");
+                let pause = backoff.failed(&err, &deps.metrics, "websocket");
                 tokio::select! {
-                    _ = shared.shutdown.cancelled() => break,
+                    _ = deps.shutdown.cancelled() => break,
                     _ = tokio::time::sleep(pause) => {}
                 }
             }
         }
     }
 }
-
-/// Per-connection WebSocket read buffer (tungstenite's default is 128 KiB).
-const WS_READ_BUFFER_BYTES: usize = 4 * 1024;
 
 fn close_message(reason: CloseReason) -> Message {
     let (code, text) = reason.websocket_close();
@@ -83,22 +112,20 @@ fn close_message(reason: CloseReason) -> Message {
 async fn handle_socket(
     stream: TcpStream,
     peer: SocketAddr,
-    shared: Arc<NodeShared>,
+    deps: TransportDeps,
+    settings: Arc<WsSettings>,
     _address: AddressPermit,
 ) {
-    let max_message = shared.config.transport.websocket.max_message_bytes;
     // tungstenite zero-fills its whole read buffer before each read, so the
     // 128 KiB default costs 128 KiB of RSS per idle connection (measured by
     // citadel-load idle-capacity); frames larger than the buffer still
     // arrive (the buffer grows to the frame), only idle memory shrinks.
-    let ws_config = WebSocketConfig::default()
+    let ws_config = WsProtocolConfig::default()
         .read_buffer_size(WS_READ_BUFFER_BYTES)
-        .max_message_size(Some(max_message))
-        .max_frame_size(Some(max_message));
-    let handshake_timeout =
-        Duration::from_millis(shared.config.transport.auth.handshake_timeout_ms);
+        .max_message_size(Some(settings.max_message_bytes))
+        .max_frame_size(Some(settings.max_message_bytes));
     let upgraded = tokio::time::timeout(
-        handshake_timeout,
+        settings.link.handshake_timeout,
         tokio_tungstenite::accept_async_with_config(stream, Some(ws_config)),
     )
     .await;
@@ -113,7 +140,7 @@ async fn handle_socket(
             return;
         }
     };
-    let Some(open) = OpenConnection::try_open(&shared) else {
+    let Some(open) = deps.admission.try_open() else {
         let _ = tokio::time::timeout(
             Duration::from_secs(1),
             ws.send(close_message(CloseReason::ServerFull)),
@@ -121,21 +148,23 @@ async fn handle_socket(
         .await;
         return;
     };
-    let ws_cfg = &shared.config.transport.websocket;
-    let outbound = Outbound::new(
-        LaneLimits {
-            reliable_capacity: ws_cfg.outbound_queue_capacity,
-            unreliable_capacity: ws_cfg.unreliable_queue_capacity,
-            max_bytes: ws_cfg.outbound_queue_max_bytes,
-        },
-        shared.metrics.clone(),
-    );
-    let (sink, mut stream) = ws.split();
-    let writer = tokio::spawn(run_writer(sink, outbound.clone(), shared.clone()));
-    let mut connection = Connection::new(shared.gateway.clone(), outbound.clone());
-    let reason = run_reader(&mut stream, &mut connection, &outbound, &shared).await;
-    connection.handle_disconnect();
-    outbound.close(reason);
+    let outbound = settings.link.outbound(deps.metrics.clone());
+    let (sink, stream) = ws.split();
+    let writer = tokio::spawn(run_writer(
+        sink,
+        outbound.clone(),
+        deps.metrics.clone(),
+        settings.clone(),
+    ));
+    let mut source = WsSource { stream };
+    let reason = drive(
+        &mut source,
+        &deps.gateway,
+        &outbound,
+        &settings.link,
+        &deps.shutdown,
+    )
+    .await;
     // The writer flushes what is queued and sends the close frame (bounded
     // by the abort token, which the grace handling or a slow client trips).
     let _ = writer.await;
@@ -143,7 +172,7 @@ async fn handle_socket(
     // ends): dropping a socket with unread input turns the close into a
     // reset, and the peer would lose the close frame and anything before it.
     let _ = tokio::time::timeout(CLOSE_LINGER, async {
-        while let Some(Ok(message)) = stream.next().await {
+        while let Some(Ok(message)) = source.stream.next().await {
             if matches!(message, Message::Close(_)) {
                 break;
             }
@@ -154,95 +183,41 @@ async fn handle_socket(
     open.finish(outbound.close_reason().unwrap_or(reason));
 }
 
-/// Reads until the client leaves or the connection must close; returns why.
-async fn run_reader(
-    stream: &mut Stream,
-    connection: &mut Connection,
-    outbound: &Outbound,
-    shared: &Arc<NodeShared>,
-) -> CloseReason {
-    let ws_cfg = &shared.config.transport.websocket;
-    let max_frame = shared.config.transport.limits.max_inbound_frame_bytes;
-    let handshake_deadline =
-        Instant::now() + Duration::from_millis(shared.config.transport.auth.handshake_timeout_ms);
-    let idle_timeout = (ws_cfg.heartbeat_timeout_ms > 0)
-        .then(|| Duration::from_millis(ws_cfg.heartbeat_timeout_ms));
-    let grace = Duration::from_millis(shared.config.shutdown.grace_ms);
-    let aborted = outbound.aborted();
-    let mut buf = BytesMut::new();
-    let mut last_heard = Instant::now();
-    let mut shutdown_deadline: Option<Instant> = None;
-    loop {
-        let idle_deadline = match (connection.is_live(), idle_timeout) {
-            (false, _) => handshake_deadline,
-            (true, Some(t)) => last_heard + t,
-            (true, None) => Instant::now() + Duration::from_secs(86_400),
-        };
-        let message = tokio::select! {
-            _ = aborted.cancelled() => return outbound.close_reason().unwrap_or(CloseReason::TransportError),
-            _ = shared.shutdown.cancelled(), if shutdown_deadline.is_none() => {
-                outbound.close(CloseReason::Shutdown);
-                shutdown_deadline = Some(Instant::now() + grace);
-                continue;
-            }
-            _ = tokio::time::sleep_until(shutdown_deadline.unwrap_or(idle_deadline)), if shutdown_deadline.is_some() => {
-                outbound.abort(CloseReason::Shutdown);
-                return CloseReason::Shutdown;
-            }
-            _ = tokio::time::sleep_until(idle_deadline), if shutdown_deadline.is_none() => {
-                return if connection.is_live() { CloseReason::HeartbeatTimeout } else { CloseReason::HandshakeTimeout };
-            }
-            message = stream.next() => message,
-        };
-        last_heard = Instant::now();
-        let data = match message {
-            None | Some(Ok(Message::Close(_))) => return CloseReason::ClientClosed,
+/// The reading half of a WebSocket, as the reader core sees it.
+struct WsSource {
+    stream: Stream,
+}
+
+impl Source for WsSource {
+    async fn next(&mut self) -> Inbound {
+        match self.stream.next().await {
+            None | Some(Ok(Message::Close(_))) => Inbound::End(CloseReason::ClientClosed),
             Some(Err(err)) => {
                 tracing::debug!(error = %err, "websocket read failed");
-                return match err {
+                Inbound::End(match err {
                     tokio_tungstenite::tungstenite::Error::Capacity(_)
                     | tokio_tungstenite::tungstenite::Error::Protocol(_) => {
                         CloseReason::FramingError
                     }
                     _ => CloseReason::TransportError,
-                };
+                })
             }
-            Some(Ok(Message::Text(_))) => return CloseReason::TextMessage,
-            Some(Ok(Message::Binary(data))) => data,
-            Some(Ok(_)) => continue, // ping, pong, raw frames
-        };
-        if shutdown_deadline.is_some() {
-            continue; // draining: new input is not processed
-        }
-        shared
-            .metrics
-            .bytes_in
-            .fetch_add(data.len() as u64, Ordering::Relaxed);
-        buf.extend_from_slice(&data);
-        loop {
-            match citadel_wire::peek_frame_len(&buf) {
-                Err(_) => return CloseReason::FramingError,
-                Ok(Some(len)) if len > max_frame => return CloseReason::FramingError,
-                _ => {}
-            }
-            let envelope = match citadel_wire::decode_framed(&mut buf) {
-                Ok(Some(envelope)) => envelope,
-                Ok(None) => break,
-                Err(_) => return CloseReason::FramingError,
-            };
-            if let Flow::Close(reason) = connection.handle_envelope(envelope).await {
-                return reason;
-            }
+            Some(Ok(Message::Text(_))) => Inbound::End(CloseReason::TextMessage),
+            Some(Ok(Message::Binary(data))) => Inbound::Stream(data),
+            Some(Ok(_)) => Inbound::Activity, // ping, pong, raw frames
         }
     }
 }
 
 /// Drains the lanes into the socket, coalescing frames, pinging when idle.
-async fn run_writer(mut sink: Sink, outbound: Outbound, shared: Arc<NodeShared>) {
-    let ws_cfg = &shared.config.transport.websocket;
-    let max_batch = ws_cfg.max_coalesced_bytes;
-    let ping_every = (ws_cfg.heartbeat_interval_ms > 0)
-        .then(|| Duration::from_millis(ws_cfg.heartbeat_interval_ms));
+async fn run_writer(
+    mut sink: Sink,
+    outbound: Outbound,
+    metrics: Arc<Metrics>,
+    settings: Arc<WsSettings>,
+) {
+    let max_batch = settings.link.max_coalesced_bytes;
+    let ping_every = settings.ping_every;
     let aborted = outbound.aborted();
     let mut next_ping = ping_every.map(|p| Instant::now() + p);
     loop {
@@ -265,11 +240,10 @@ async fn run_writer(mut sink: Sink, outbound: Outbound, shared: Arc<NodeShared>)
             {
                 break;
             }
-            shared
-                .metrics
+            metrics
                 .envelopes_out
                 .fetch_add(batch.count as u64, Ordering::Relaxed);
-            shared.metrics.bytes_out.fetch_add(len, Ordering::Relaxed);
+            metrics.bytes_out.fetch_add(len, Ordering::Relaxed);
         }
         if let Some(reason) = batch.close {
             let _ = tokio::time::timeout(Duration::from_secs(1), sink.send(close_message(reason)))

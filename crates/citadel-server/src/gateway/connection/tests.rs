@@ -74,9 +74,11 @@ struct Harness {
     connection: Connection,
 }
 
-fn harness() -> Harness {
+/// Connection deps over `router`, with the default realm, hub and
+/// matchmaker, guests allowed and every token refused; for tests of the
+/// connection and of the transports' reader core.
+pub(crate) fn deps_with(router: Arc<dyn Router>) -> Arc<ConnectionDeps> {
     let metrics = Arc::new(Metrics::default());
-    let router = Arc::new(RecordingRouter::default());
     let places = Arc::new(Places::default());
     let realm = Arc::new(Realm::new(
         RoomsConfig::default(),
@@ -100,12 +102,12 @@ fn harness() -> Harness {
         metrics.clone(),
         Arc::new(crate::services::party::Parties::default()),
     ));
-    let deps = Arc::new(ConnectionDeps {
+    Arc::new(ConnectionDeps {
         auth: AuthConfig::default(),
         limits: LimitsConfig::default(),
-        metrics: metrics.clone(),
+        metrics,
         realm,
-        router: router.clone(),
+        router,
         rpc: Arc::new(RpcRegistry::default()),
         validator: Arc::new(RejectAllTokens),
         runtime: None,
@@ -114,13 +116,20 @@ fn harness() -> Harness {
         tasks: TaskTracker::new(),
         participant_ids: Arc::new(ParticipantIds::default()),
         matchmaker,
-    });
-    let limits = LaneLimits {
-        reliable_capacity: 64,
-        unreliable_capacity: 64,
-        max_bytes: 1 << 20,
-    };
-    let outbound = Outbound::new(limits, metrics);
+    })
+}
+
+/// Lanes large enough for any test.
+pub(crate) const TEST_LANES: LaneLimits = LaneLimits {
+    reliable_capacity: 64,
+    unreliable_capacity: 64,
+    max_bytes: 1 << 20,
+};
+
+fn harness() -> Harness {
+    let router = Arc::new(RecordingRouter::default());
+    let deps = deps_with(router.clone());
+    let outbound = Outbound::new(TEST_LANES, deps.metrics.clone());
     Harness {
         router,
         connection: Connection::new(deps.clone(), outbound.clone()),
@@ -129,7 +138,8 @@ fn harness() -> Harness {
     }
 }
 
-fn decoded(frame: &Bytes) -> Envelope {
+/// The single envelope `frame` holds.
+pub(crate) fn decoded(frame: &Bytes) -> Envelope {
     let mut buf = bytes::BytesMut::from(&frame[..]);
     match citadel_wire::decode_framed(&mut buf) {
         Ok(Some(envelope)) => envelope,
