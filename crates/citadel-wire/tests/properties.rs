@@ -315,3 +315,63 @@ proptest! {
         let _ = decode_datagram(&body);
     }
 }
+
+/// A stream of mostly valid frames with hostile prefixes mixed in.
+fn hostile_stream() -> impl Strategy<Value = Vec<u8>> {
+    prop::collection::vec(
+        prop_oneof![
+            4 => (any::<u16>(), prop::collection::vec(any::<u8>(), 0..80))
+                .prop_map(|(kind, body)| Envelope::new(kind, body).encode_framed().to_vec()),
+            1 => any::<[u8; 4]>().prop_map(|prefix| prefix.to_vec()),
+            1 => prop::collection::vec(any::<u8>(), 0..12),
+        ],
+        0..12,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+proptest! {
+    /// Whatever the limit and however the stream is cut, the decoder returns
+    /// exactly the frames `decode_framed` finds before the first malformed or
+    /// over-limit one, then that error; drained, it holds less than one
+    /// frame within the limit.
+    #[test]
+    fn frame_decoder_agrees_with_decode_framed(
+        stream in hostile_stream(),
+        max in 0usize..128,
+        step in 1usize..40,
+    ) {
+        let mut decoder = citadel_wire::FrameDecoder::new(max);
+        let mut got = Vec::new();
+        let mut failed = false;
+        for chunk in stream.chunks(step) {
+            decoder.handle_bytes(chunk);
+            loop {
+                match decoder.poll_envelope() {
+                    Ok(Some(envelope)) => got.push(envelope),
+                    Ok(None) => break,
+                    Err(_) => { failed = true; break; }
+                }
+            }
+            if failed { break; }
+            prop_assert!(decoder.buffered() < 4 + max);
+        }
+        let mut buf = BytesMut::from(&stream[..]);
+        let mut want = Vec::new();
+        let mut bad = false;
+        loop {
+            match citadel_wire::peek_frame_len(&buf) {
+                Ok(Some(len)) if len > max => { bad = true; break; }
+                Err(_) => { bad = true; break; }
+                _ => {}
+            }
+            match decode_framed(&mut buf) {
+                Ok(Some(envelope)) => want.push(envelope),
+                Ok(None) => break,
+                Err(_) => { bad = true; break; }
+            }
+        }
+        prop_assert_eq!(got, want);
+        prop_assert_eq!(failed, bad);
+    }
+}
