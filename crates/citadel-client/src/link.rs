@@ -23,7 +23,7 @@ use citadel_wire::protocol::{
     MAX_FRAME_BODY_BYTES, RpcRequest, RpcResponse, encode_position,
 };
 use citadel_wire::room::{RoomCreate, RoomJoin, RoomJoined, RoomLeave, RoomMapReady};
-use citadel_wire::{Envelope, WireBody};
+use citadel_wire::{Envelope, FrameDecoder, WireBody};
 
 use crate::error::{ClientError, ClientResult};
 use crate::event::{AuthOutcome, ClientEvent};
@@ -320,6 +320,22 @@ pub(crate) fn position(x: f32, y: f32) -> Envelope {
         KIND_POSITION,
         Bytes::copy_from_slice(&encode_position(x, y)),
     )
+}
+
+/// The next complete envelope `decoder` holds; a framing error (sticky) is
+/// [`ClientError::Decode`].
+pub(crate) fn next_buffered(decoder: &mut FrameDecoder) -> ClientResult<Option<Envelope>> {
+    decoder
+        .poll_envelope()
+        .map_err(|e| ClientError::Decode(e.to_string()))
+}
+
+/// The error for input that ended (`what`) inside a frame; forgets the
+/// partial frame, so the next read starts clean.
+pub(crate) fn ended_inside_frame(decoder: &mut FrameDecoder, what: &str) -> ClientError {
+    let left = decoder.buffered();
+    decoder.reset();
+    ClientError::Decode(format!("{what} inside a frame ({left} bytes left)"))
 }
 
 /// Refuses an envelope whose frame would exceed [`MAX_FRAME_BODY_BYTES`].

@@ -248,11 +248,7 @@ impl QuicLink {
     /// (preferring stream data).
     async fn read_wire(&mut self) -> ClientResult<Option<Envelope>> {
         loop {
-            if let Some(envelope) = self
-                .inbound
-                .poll_envelope()
-                .map_err(|e| ClientError::Decode(e.to_string()))?
-            {
+            if let Some(envelope) = link::next_buffered(&mut self.inbound)? {
                 return Ok(Some(envelope));
             }
             if self.closed {
@@ -275,11 +271,10 @@ impl QuicLink {
                 Wire::Chunk(chunk) => self.inbound.handle_bytes(&chunk),
                 Wire::StreamEnd if self.inbound.buffered() == 0 => {}
                 Wire::StreamEnd => {
-                    let left = self.inbound.buffered();
-                    self.inbound.reset();
-                    return Err(ClientError::Decode(format!(
-                        "server stream ended inside a frame ({left} bytes left)"
-                    )));
+                    return Err(link::ended_inside_frame(
+                        &mut self.inbound,
+                        "server stream ended",
+                    ));
                 }
                 Wire::Datagram(d) => match decode_datagram_bytes(d) {
                     Ok(envelope) => {

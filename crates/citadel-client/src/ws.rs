@@ -36,7 +36,7 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async_with_conf
 
 use crate::error::{ClientError, ClientResult};
 use crate::event::AuthOutcome;
-use crate::link::{Client, check_fits, sealed};
+use crate::link::{Client, check_fits, ended_inside_frame, next_buffered, sealed};
 
 /// How long [`WsClient::close`] waits for the server's close reply before it
 /// gives up and treats the connection as closed.
@@ -190,22 +190,14 @@ impl WsLink {
     /// reading.
     async fn read_wire(&mut self) -> ClientResult<Option<Envelope>> {
         loop {
-            if let Some(envelope) = self
-                .inbound
-                .poll_envelope()
-                .map_err(|e| ClientError::Decode(e.to_string()))?
-            {
+            if let Some(envelope) = next_buffered(&mut self.inbound)? {
                 return Ok(Some(envelope));
             }
             match self.state {
                 State::Open | State::CloseSent => {}
                 State::Closed if self.inbound.buffered() == 0 => return Ok(None),
                 State::Closed => {
-                    let left = self.inbound.buffered();
-                    self.inbound.reset();
-                    return Err(ClientError::Decode(format!(
-                        "connection closed inside a frame ({left} bytes left)"
-                    )));
+                    return Err(ended_inside_frame(&mut self.inbound, "connection closed"));
                 }
                 State::Broken => return Err(ClientError::Closed),
             }
