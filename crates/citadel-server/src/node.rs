@@ -255,6 +255,13 @@ impl NodeBuilder {
             metrics.clone(),
             parties.clone(),
         ));
+        // The script labels matched rooms through the runtime's handle, which
+        // exists from load on (calls queue until the VM thread starts): the
+        // matchmaker has its labeler before anything can use it.
+        if let Some(loaded) = &loaded {
+            let labeler = crate::runtime::LuaMatchLabeler::new(loaded.runtime());
+            matchmaker.set_labeler(Arc::new(labeler));
+        }
         crate::services::matchmaker::rpc::register(&rpc, &matchmaker);
         crate::services::party::rpc::register(&rpc, &parties, &matchmaker);
         let runtime = match loaded {
@@ -275,9 +282,6 @@ impl NodeBuilder {
             ),
             None => None,
         };
-        if let Some(rt) = &runtime {
-            matchmaker.set_labeler(Arc::new(crate::runtime::LuaMatchLabeler::new(rt.clone())));
-        }
         let live = Arc::new(LiveSessions::default());
         let tasks = TaskTracker::new();
         let gateway = Arc::new(ConnectionDeps {
