@@ -330,5 +330,8 @@ async fn the_background_checkpointer_keeps_the_sqlite_log_from_growing() {
     // With the checkpointer each batch reuses the log from its start; the
     // connections without it would append all four batches.
     assert!(sizes[0] < 2 * one_batch, "with checkpointer: {sizes:?}");
-    assert!(sizes[1] > 3 * one_batch, "the probe itself grows the log: {sizes:?}");
+    assert!(
+        sizes[1] > 3 * one_batch,
+        "the probe itself grows the log: {sizes:?}"
+    );
 }
