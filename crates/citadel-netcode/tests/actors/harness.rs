@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::BytesMut;
-use citadel_netcode::actors::{ActorConfig, ActorServer, Delivery, Refusal, Tick};
+use citadel_netcode::actors::{ActorConfig, ActorServer, Delivery, NpcSpawn, Refusal, Tick};
 use citadel_netcode::receiver::SnapshotReceiver;
 use citadel_netcode::sim::{LinkConfig, SimLink};
 use citadel_wire::actor::{NaDespawn, NaPresence, NaSpawn, NaSpawnBatch, NaState, NaTransform};
@@ -193,6 +193,15 @@ impl Stage {
         }
     }
 
+    /// [`Stage::new`] with these participants opted in, in order.
+    pub fn with_clients(config: ActorConfig, link: LinkConfig, clients: &[(u64, Zone)]) -> Stage {
+        let mut stage = Stage::new(config, link);
+        for &(participant_id, zone) in clients {
+            stage.hello(participant_id, zone);
+        }
+        stage
+    }
+
     fn ms(&self) -> f64 {
         let hz = f64::from(self.server.config().hello.sim_rate_hz);
         self.now.0 as f64 * 1_000.0 / hz
@@ -281,6 +290,13 @@ impl Stage {
             .or_insert_with(|| Peer::new(link, reliable_ms, participant_id * 1_000 + 7));
         self.server.handle_hello(participant_id, zone, self.now);
         self.route();
+    }
+
+    /// A server-owned actor from game logic.
+    pub fn npc(&mut self, spawn: NpcSpawn<Zone>) -> Option<u32> {
+        let id = self.server.handle_npc_spawn(spawn, self.now);
+        self.route();
+        id
     }
 
     /// Kind 16.

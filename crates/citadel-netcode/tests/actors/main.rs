@@ -40,23 +40,19 @@ fn predicted_config() -> citadel_netcode::actors::ActorConfig {
 
 #[test]
 fn presence_delivers_self_spawn_then_batch_then_role_then_the_peers_spawn() {
-    let mut stage = Stage::new(predicted_config(), clean(30.0));
-    stage.hello(1, Zone::Lobby);
-    stage.hello(2, Zone::Lobby);
-    stage.hello(3, Zone::Arena);
+    let mut stage = Stage::with_clients(
+        predicted_config(),
+        clean(30.0),
+        &[(1, Zone::Lobby), (2, Zone::Lobby), (3, Zone::Arena)],
+    );
     let npc = stage
-        .server
-        .handle_npc_spawn(
-            NpcSpawn {
-                archetype: 40,
-                position: [0.0, 900.0, 0.0],
-                world: WorldKey::Global,
-                patrol: None,
-            },
-            stage.now,
-        )
+        .npc(NpcSpawn {
+            archetype: 40,
+            position: [0.0, 900.0, 0.0],
+            world: WorldKey::Global,
+            patrol: None,
+        })
         .unwrap();
-    stage.route();
     stage.settle();
     for pid in [1, 2, 3] {
         assert_eq!(
@@ -131,9 +127,11 @@ fn presence_needs_hello_and_a_finite_transform() {
 
 #[test]
 fn a_repeated_presence_keeps_the_id_and_refreshes_mode_and_transform() {
-    let mut stage = Stage::new(predicted_config(), clean(20.0));
-    stage.hello(1, Zone::Lobby);
-    stage.hello(2, Zone::Lobby);
+    let mut stage = Stage::with_clients(
+        predicted_config(),
+        clean(20.0),
+        &[(1, Zone::Lobby), (2, Zone::Lobby)],
+    );
     let a = stage.presence(1, 0, at(0.0, 0.0)).unwrap();
     stage.settle();
     stage.peer(1).take_log();
@@ -165,10 +163,11 @@ fn a_repeated_presence_keeps_the_id_and_refreshes_mode_and_transform() {
 
 #[test]
 fn na_state_moves_only_the_senders_relay_object_and_peers_see_it_through_snapshots() {
-    let mut stage = Stage::new(predicted_config(), lossy());
-    stage.hello(1, Zone::Lobby);
-    stage.hello(2, Zone::Lobby);
-    stage.hello(3, Zone::Lobby);
+    let mut stage = Stage::with_clients(
+        predicted_config(),
+        lossy(),
+        &[(1, Zone::Lobby), (2, Zone::Lobby), (3, Zone::Lobby)],
+    );
     let a = stage.presence(1, 0, at(0.0, 0.0)).unwrap();
     let b = stage.presence(2, 0, at(50.0, 0.0)).unwrap();
     let p = stage.presence(3, PREDICTED, at(-50.0, 0.0)).unwrap();
@@ -217,9 +216,11 @@ fn na_state_moves_only_the_senders_relay_object_and_peers_see_it_through_snapsho
 
 #[test]
 fn the_owner_holds_its_role_and_its_snapshots_carry_last_input_seq() {
-    let mut stage = Stage::new(predicted_config(), clean(25.0));
-    stage.hello(1, Zone::Lobby);
-    stage.hello(2, Zone::Lobby);
+    let mut stage = Stage::with_clients(
+        predicted_config(),
+        clean(25.0),
+        &[(1, Zone::Lobby), (2, Zone::Lobby)],
+    );
     let p = stage.presence(1, PREDICTED, at(0.0, 0.0)).unwrap();
     let r = stage.presence(2, 0, at(70.0, 0.0)).unwrap();
     stage.run(30);
@@ -364,10 +365,11 @@ fn reliable(log: &[citadel_wire::Envelope]) -> Vec<(u16, u32)> {
 
 #[test]
 fn leaving_a_place_and_disconnecting_despawn_for_exactly_the_peers_that_saw_it() {
-    let mut stage = Stage::new(config(), clean(30.0));
-    stage.hello(1, Zone::Arena);
-    stage.hello(2, Zone::Arena);
-    stage.hello(3, Zone::Lobby);
+    let mut stage = Stage::with_clients(
+        config(),
+        clean(30.0),
+        &[(1, Zone::Arena), (2, Zone::Arena), (3, Zone::Lobby)],
+    );
     let a = stage.presence(1, 0, at(0.0, 0.0)).unwrap();
     let b = stage.presence(2, 0, at(10.0, 0.0)).unwrap();
     let c = stage.presence(3, 0, at(20.0, 0.0)).unwrap();
@@ -437,31 +439,18 @@ fn a_patrol_walks_its_loop_at_its_speed_and_clients_see_it() {
         world: WorldKey::Global,
         patrol,
     };
-    let npc = stage
-        .server
-        .handle_npc_spawn(spawn(Some(patrol)), stage.now)
-        .unwrap();
+    let npc = stage.npc(spawn(Some(patrol))).unwrap();
     let idle = stage
-        .server
-        .handle_npc_spawn(
-            spawn(Some(Patrol {
-                waypoints: vec![[900.0, 0.0, 0.0]],
-                speed: f32::NAN,
-            })),
-            stage.now,
-        )
+        .npc(spawn(Some(Patrol {
+            waypoints: vec![[900.0, 0.0, 0.0]],
+            speed: f32::NAN,
+        })))
         .unwrap();
-    assert_eq!(
-        stage.server.handle_npc_spawn(
-            NpcSpawn {
-                position: [f32::NAN, 0.0, 0.0],
-                ..spawn(None)
-            },
-            stage.now
-        ),
-        None
-    );
-    stage.route();
+    let nan = NpcSpawn {
+        position: [f32::NAN, 0.0, 0.0],
+        ..spawn(None)
+    };
+    assert_eq!(stage.npc(nan), None);
     let x = |stage: &Stage| stage.server.npc_transform(npc).unwrap().position;
     // Tick 1 reaches the first waypoint (it starts there); then 300 cm/s.
     stage.run(1);
@@ -530,21 +519,16 @@ fn interest_sends_enter_before_the_full_entry_and_exit_with_the_removal() {
     let me = stage.presence(1, 0, at(0.0, 0.0)).unwrap();
     // A guard pacing between 500 cm and 3 000 cm at 1 000 cm/s.
     let guard = stage
-        .server
-        .handle_npc_spawn(
-            NpcSpawn {
-                archetype: 9,
-                position: [500.0, 0.0, 0.0],
-                world: WorldKey::Place(Zone::Lobby),
-                patrol: Some(Patrol {
-                    waypoints: vec![[500.0, 0.0, 0.0], [3_000.0, 0.0, 0.0]],
-                    speed: 1_000.0,
-                }),
-            },
-            stage.now,
-        )
+        .npc(NpcSpawn {
+            archetype: 9,
+            position: [500.0, 0.0, 0.0],
+            world: WorldKey::Place(Zone::Lobby),
+            patrol: Some(Patrol {
+                waypoints: vec![[500.0, 0.0, 0.0], [3_000.0, 0.0, 0.0]],
+                speed: 1_000.0,
+            }),
+        })
         .unwrap();
-    stage.route();
     // Record, per tick, the relevancy events and whether the guard is held.
     let mut events: Vec<(u32, RoleEvent)> = Vec::new();
     let mut held = Vec::new();
@@ -613,21 +597,16 @@ fn snapshot_ticks_never_go_backwards_when_the_last_actor_despawns() {
     let mut stage = Stage::new(config(), clean(10.0));
     stage.hello(1, Zone::Lobby);
     let npc = stage
-        .server
-        .handle_npc_spawn(
-            NpcSpawn {
-                archetype: 1,
-                position: [0.0; 3],
-                world: WorldKey::Place(Zone::Lobby),
-                patrol: Some(Patrol {
-                    waypoints: vec![[0.0; 3], [400.0, 0.0, 0.0]],
-                    speed: 200.0,
-                }),
-            },
-            stage.now,
-        )
+        .npc(NpcSpawn {
+            archetype: 1,
+            position: [0.0; 3],
+            world: WorldKey::Place(Zone::Lobby),
+            patrol: Some(Patrol {
+                waypoints: vec![[0.0; 3], [400.0, 0.0, 0.0]],
+                speed: 200.0,
+            }),
+        })
         .unwrap();
-    stage.route();
     stage.run(30);
     assert!(stage.peer(1).position(npc).is_some());
     // The place's world goes away with its last actor; the removal-only

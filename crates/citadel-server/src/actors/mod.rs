@@ -260,5 +260,14 @@ impl TransformHub {
     }
 }
 
+/// A hub with the default config, for unit tests of its callers.
+#[cfg(test)]
+pub(crate) fn test_hub(metrics: Arc<Metrics>, router: Arc<dyn Router>) -> TransformHub {
+    let Ok(hub) = TransformHub::new(TransformSyncConfig::default(), metrics, router) else {
+        panic!("the default transform-sync config is valid");
+    };
+    hub
+}
+
 #[cfg(test)]
 mod tests;

@@ -13,8 +13,7 @@ use citadel_wire::protocol::{
 };
 use citadel_wire::tsync::{InputBundle, InputFrame, TsyncAck};
 
-use super::TransformHub;
-use crate::config::TransformSyncConfig;
+use super::{TransformHub, test_hub};
 use crate::gateway::outbound::{LaneLimits, Outbound};
 use crate::metrics::{DropReason, Metrics};
 use crate::place::Place;
@@ -30,13 +29,7 @@ struct Node {
 fn node() -> Node {
     let metrics = Arc::new(Metrics::default());
     let router = Arc::new(LocalRouter::new(Arc::new(Places::default())));
-    let Ok(hub) = TransformHub::new(
-        TransformSyncConfig::default(),
-        metrics.clone(),
-        router.clone(),
-    ) else {
-        panic!("the default transform-sync config is valid");
-    };
+    let hub = test_hub(metrics.clone(), router.clone());
     Node {
         hub,
         router,
