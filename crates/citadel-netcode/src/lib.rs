@@ -17,6 +17,11 @@
 //!   omitted; a priority accumulator fills each datagram up to 1 200 bytes
 //!   so nobody starves; ack handling per the 32-bit window; interest (AOI)
 //!   with hysteresis and RelevancyEnter/Exit roles.
+//! - [`actors::ActorServer`]: the node's whole transform-sync protocol on
+//!   top of those: opt-in, acks, presences with roles and epochs, the
+//!   ownership check of relay state, NPCs and patrols, place scoping, the
+//!   tick and every client's snapshot. `handle_*(…, now)` inputs, typed
+//!   [`actors::Output`]s addressed to participants from `poll_output`.
 //!
 //! ## Client half
 //!
@@ -31,12 +36,14 @@
 //! [`sim::SimLink`] is a deterministic lossy link (latency, jitter, loss,
 //! duplication, reordering) for single-threaded server+clients scenarios.
 //!
-//! What it is not: no transport, no rooms registry, no Lua; the node wires
-//! those around it.
+//! What it is not: no transport, no rooms registry, no Lua, no locks; the
+//! node wires those around it (its `TransformHub` is a thin driver of
+//! [`actors::ActorServer`]).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod actors;
 pub mod frame;
 pub mod interest;
 pub mod interp;

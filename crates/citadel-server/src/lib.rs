@@ -17,7 +17,7 @@
 //! | [`place`] | `Place` (default dimension or a room) and `RoomId` |
 //! | [`router`] | delivery: the one path from any producer into connections' lanes |
 //! | [`realm`] | rooms, the default dimension, room policy |
-//! | [`actors`] | transform sync: actor worlds per place, NPCs, presences, snapshots |
+//! | [`actors`] | transform sync: the driver of citadel-netcode's actor protocol (lock, tick clock, metrics, routing) |
 //! | [`rpc`] | method registry with reserved built-in namespaces |
 //! | [`runtime`] | embedded Lua: hooks, host functions, budgets, hot reload |
 //! | [`services`] | accounts, sessions and tokens, revocation, notifications, friends, groups |

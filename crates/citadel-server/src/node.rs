@@ -500,6 +500,8 @@ pub async fn connect_store(config: &Config) -> anyhow::Result<SqlStore> {
     let settings = PoolSettings {
         max_connections: config.database.max_connections,
         acquire_timeout: Duration::from_millis(config.database.acquire_timeout_ms),
+        wal_checkpoint_interval: (config.database.wal_checkpoint_interval_ms > 0)
+            .then(|| Duration::from_millis(config.database.wal_checkpoint_interval_ms)),
     };
     SqlStore::connect(&config.database.url, &settings)
         .await

@@ -77,6 +77,7 @@ async fn acknowledged_registrations_survive_sigkill() {
         &PoolSettings {
             max_connections: 2,
             acquire_timeout: Duration::from_secs(5),
+            ..PoolSettings::default()
         },
     )
     .await

@@ -15,6 +15,7 @@ fn settings() -> PoolSettings {
     PoolSettings {
         max_connections: 4,
         acquire_timeout: Duration::from_secs(5),
+        ..PoolSettings::default()
     }
 }
 
@@ -267,4 +268,70 @@ async fn an_unreachable_database_is_a_clear_error_without_the_url() {
         .to_string();
     assert!(!err.contains("hunter2"), "{err}");
     assert!(err.contains("PostgreSQL"), "{err}");
+}
+
+/// Writes `pages` 4 KiB blobs in one transaction on a connection that never
+/// checkpoints, and returns the size of the write-ahead log afterwards.
+async fn write_batch(url: &str, wal: &std::path::Path, pages: usize) -> u64 {
+    use sqlx::{ConnectOptions, Connection};
+    use std::str::FromStr;
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::from_str(url)
+        .unwrap()
+        .pragma("wal_autocheckpoint", "0")
+        .connect()
+        .await
+        .unwrap();
+    let mut tx = conn.begin().await.unwrap();
+    for _ in 0..pages {
+        sqlx::query("INSERT INTO wal_probe (data) VALUES (zeroblob(4000))")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+    }
+    tx.commit().await.unwrap();
+    conn.close().await.unwrap();
+    std::fs::metadata(wal).map(|m| m.len()).unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_background_checkpointer_keeps_the_sqlite_log_from_growing() {
+    use sqlx::Connection;
+    let batch = 600;
+    let mut sizes = Vec::new();
+    for interval in [Some(Duration::from_millis(20)), None] {
+        let url = common::temp_sqlite_url();
+        let path = url.strip_prefix("sqlite://").unwrap().to_owned();
+        let wal = std::path::PathBuf::from(format!("{path}-wal"));
+        let store = SqlStore::connect(
+            &url,
+            &PoolSettings {
+                wal_checkpoint_interval: interval,
+                ..settings()
+            },
+        )
+        .await
+        .unwrap();
+        // The store keeps its connections open, so the log is never removed.
+        assert!(store.account("nobody").await.unwrap().is_none());
+        sqlx::query("CREATE TABLE wal_probe (data BLOB)")
+            .execute(&mut sqlx::SqliteConnection::connect(&url).await.unwrap())
+            .await
+            .unwrap();
+        let mut last = 0;
+        for _ in 0..4 {
+            last = write_batch(&url, &wal, batch).await;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        sizes.push(last);
+        store.close().await;
+    }
+    let one_batch = (batch * 4096) as u64;
+    eprintln!("log sizes {sizes:?}, one batch {one_batch}");
+    // With the checkpointer each batch reuses the log from its start; the
+    // connections without it would append all four batches.
+    assert!(sizes[0] < 2 * one_batch, "with checkpointer: {sizes:?}");
+    assert!(
+        sizes[1] > 3 * one_batch,
+        "the probe itself grows the log: {sizes:?}"
+    );
 }

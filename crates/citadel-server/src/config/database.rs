@@ -20,6 +20,10 @@ pub struct DatabaseConfig {
     pub max_connections: u32,
     /// Deadline to connect or to acquire a pooled connection.
     pub acquire_timeout_ms: u64,
+    /// SQLite: how often a background task checkpoints the write-ahead log
+    /// (ms); 0 leaves it to SQLite, inside the commit that crosses 1000 log
+    /// pages.
+    pub wal_checkpoint_interval_ms: u64,
 }
 
 impl Default for DatabaseConfig {
@@ -28,6 +32,7 @@ impl Default for DatabaseConfig {
             url: "sqlite://data/citadel.sqlite".into(),
             max_connections: 10,
             acquire_timeout_ms: 5_000,
+            wal_checkpoint_interval_ms: 200,
         }
     }
 }

@@ -74,6 +74,20 @@ pub struct PoolSettings {
     pub max_connections: u32,
     /// Connect / acquire deadline.
     pub acquire_timeout: Duration,
+    /// SQLite only: how often a background task copies the write-ahead log
+    /// into the database file (`None`: SQLite does it itself, inside the
+    /// commit that crosses 1000 log pages).
+    pub wal_checkpoint_interval: Option<Duration>,
+}
+
+impl Default for PoolSettings {
+    fn default() -> Self {
+        PoolSettings {
+            max_connections: 10,
+            acquire_timeout: Duration::from_secs(5),
+            wal_checkpoint_interval: Some(Duration::from_millis(200)),
+        }
+    }
 }
 
 /// The store over one SQLite file or one PostgreSQL database.
@@ -161,6 +175,14 @@ impl SqlStore {
                 .synchronous(SqliteSynchronous::Normal)
                 .busy_timeout(Duration::from_secs(10))
                 .foreign_keys(true);
+            // A checkpoint inside a commit stalls every writer queued behind
+            // it (tens of ms); the background checkpointer takes that work
+            // off the commit path.
+            let checkpointer = settings.wal_checkpoint_interval.filter(|_| !in_memory);
+            let options = match checkpointer {
+                Some(_) => options.pragma("wal_autocheckpoint", "0"),
+                None => options,
+            };
             let open = |max: u32| {
                 SqlitePoolOptions::new()
                     .max_connections(max)
@@ -175,6 +197,9 @@ impl SqlStore {
             } else {
                 open(settings.max_connections).await.map_err(failed)?
             };
+            if let Some(every) = checkpointer {
+                tokio::spawn(checkpoint_wal(reader.clone(), every));
+            }
             Pool::Sqlite { writer, reader }
         };
         Ok(SqlStore { pool })
@@ -197,6 +222,31 @@ impl SqlStore {
                 writer.close().await;
             }
             Pool::Postgres(p) => p.close().await,
+        }
+    }
+}
+
+/// Copies the write-ahead log into the database file every `every`, from a
+/// reader connection, so commits never run a checkpoint themselves. A
+/// PASSIVE checkpoint waits for nobody: writers go on appending while it
+/// copies, and the log restarts from its beginning once it has been copied
+/// whole. Ends when the store closes.
+async fn checkpoint_wal(pool: SqlitePool, every: Duration) {
+    let mut ticker = tokio::time::interval(every);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        if pool.is_closed() {
+            return;
+        }
+        if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+            .execute(&pool)
+            .await
+        {
+            if pool.is_closed() {
+                return;
+            }
+            tracing::warn!(error = %e, "SQLite checkpoint failed; retrying");
         }
     }
 }

@@ -13,8 +13,7 @@ use citadel_wire::protocol::{
 use citadel_wire::room::RoomJoined;
 
 use super::*;
-use crate::actors::TransformHub;
-use crate::config::{RoomsConfig, TransformSyncConfig};
+use crate::config::RoomsConfig;
 use crate::gateway::handshake::RejectAllTokens;
 use crate::gateway::outbound::LaneLimits;
 use crate::place::Place;
@@ -86,14 +85,7 @@ pub(crate) fn deps_with(router: Arc<dyn Router>) -> Arc<ConnectionDeps> {
         places,
         router.clone(),
     ));
-    let Ok(hub) = TransformHub::new(
-        TransformSyncConfig::default(),
-        metrics.clone(),
-        router.clone(),
-    ) else {
-        panic!("the default transform-sync config is valid");
-    };
-    let hub = Arc::new(hub);
+    let hub = Arc::new(crate::actors::test_hub(metrics.clone(), router.clone()));
     let matchmaker = Arc::new(crate::services::matchmaker::Matchmaker::new(
         Default::default(),
         realm.clone(),

@@ -1,0 +1,282 @@
+//! A participant's side of transform sync: opting in (kind 7),
+//! acknowledgements (kind 10 and the ack inside kind 9), presence (16),
+//! relay state (20), place changes and disconnects (§3.2, §3.5, §3.9).
+//!
+//! Presence delivery order, all reliable: the owner's own spawn (owner
+//! field = its participant id), then one or more batches with every other
+//! actor it can see (even when empty), then the ROLE Assign for a
+//! predicted archetype, then the spawn to the other opted-in clients of
+//! the same place. A repeated presence keeps the object id, refreshes
+//! archetype, mode and transform, resends the own spawn (and ROLE) but no
+//! batch.
+
+use citadel_wire::ack::AckWindow;
+use citadel_wire::actor::{NaDespawn, NaPresence, NaSpawn, NaSpawnBatch, NaState};
+use citadel_wire::tsync::{InputBundle, RoleEvent, TsyncAck};
+
+use super::ownership::role_of;
+use super::{
+    ActorServer, Client, Control, Message, PlaceKey, Presence, Refusal, StateRefusal, Tick,
+    WorldKey,
+};
+use crate::sender::SnapshotSender;
+use crate::world::{Motion, Object, World};
+
+/// What [`ActorServer::handle_input`] did with one bundle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub struct InputOutcome {
+    /// Whether the piggybacked ack reached an opted-in client's sender.
+    pub acked: bool,
+    /// Input frames not applied: the validated-input path (an in-order
+    /// queue per predicted object) is not served yet, so every frame.
+    pub unserved: usize,
+}
+
+fn spawn_of(object: &Object) -> NaSpawn {
+    NaSpawn {
+        object_id: object.id,
+        archetype_id: object.archetype,
+        owner: object.owner,
+        transform: object.transform,
+    }
+}
+
+impl<P: PlaceKey> ActorServer<P> {
+    /// Kind 7: registers `participant_id` (in `place`) for snapshots, or
+    /// on a repeat forgets its baselines so the next snapshot is full;
+    /// answers with HELLO either way.
+    pub fn handle_hello(&mut self, participant_id: u64, place: P, now: Tick) {
+        self.advance(now);
+        let (codec, config) = (self.codec, self.sender_config);
+        self.clients
+            .entry(participant_id)
+            .and_modify(|c| c.sender.reset())
+            .or_insert_with(|| Client {
+                place,
+                sender: SnapshotSender::new(participant_id, codec, config),
+            });
+        self.emit(participant_id, Message::Hello(self.config.hello));
+    }
+
+    /// Kind 10: the newest acknowledged snapshot still held becomes the
+    /// client's base.
+    pub fn handle_ack(
+        &mut self,
+        participant_id: u64,
+        ack: &TsyncAck,
+        now: Tick,
+    ) -> Result<(), Refusal> {
+        self.advance(now);
+        let window = ack.window().map_err(|_| Refusal::Malformed)?;
+        let client = self
+            .clients
+            .get_mut(&participant_id)
+            .ok_or(Refusal::NotOptedIn)?;
+        client.sender.handle_ack(&window);
+        Ok(())
+    }
+
+    /// Kind 9: the piggybacked ack (when nonzero) is applied with history
+    /// 0. The frames await the validated-input path and are reported
+    /// unserved.
+    pub fn handle_input(
+        &mut self,
+        participant_id: u64,
+        bundle: &InputBundle,
+        now: Tick,
+    ) -> InputOutcome {
+        self.advance(now);
+        let mut acked = false;
+        if bundle.acked_snapshot_id != 0
+            && let Some(c) = self.clients.get_mut(&participant_id)
+        {
+            let mut window = AckWindow::new();
+            window.ack(u64::from(bundle.acked_snapshot_id));
+            c.sender.handle_ack(&window);
+            acked = true;
+        }
+        InputOutcome {
+            acked,
+            unserved: bundle.frames.len(),
+        }
+    }
+
+    /// Kind 16: spawns (or refreshes) the sender's avatar in its place and
+    /// returns its object id. See the module docs for the delivery order.
+    pub fn handle_presence(
+        &mut self,
+        participant_id: u64,
+        presence: &NaPresence,
+        now: Tick,
+    ) -> Result<u32, Refusal> {
+        self.advance(now);
+        let place = self
+            .clients
+            .get(&participant_id)
+            .map(|c| c.place)
+            .ok_or(Refusal::NotOptedIn)?;
+        if !presence.transform.is_finite() {
+            return Err(Refusal::Malformed);
+        }
+        let control = if self
+            .config
+            .predicted_archetypes
+            .contains(&presence.archetype_id)
+        {
+            Control::Predicted
+        } else {
+            Control::Relay
+        };
+        let existing = self.presences.get(&participant_id).copied();
+        let repeat = existing.is_some();
+        let object_id = match existing {
+            Some(p) if p.place == place => p.object_id,
+            Some(p) => {
+                // A stale presence from another place: retire it first.
+                self.despawn(p.object_id, WorldKey::Place(p.place), Some(participant_id));
+                self.ids.allocate().ok_or(Refusal::IdsExhausted)?
+            }
+            None => self.ids.allocate().ok_or(Refusal::IdsExhausted)?,
+        };
+        let object = self.place_avatar(participant_id, place, object_id, presence, control);
+        self.presences.insert(
+            participant_id,
+            Presence {
+                object_id,
+                place,
+                control,
+            },
+        );
+        let own_spawn = spawn_of(&object);
+        self.emit(participant_id, Message::Spawn(own_spawn));
+        if !repeat {
+            self.send_batch(participant_id, place, object_id);
+        }
+        if control == Control::Predicted {
+            self.emit(
+                participant_id,
+                Message::Role(role_of(&object, RoleEvent::Assign)),
+            );
+        }
+        let peers = self.audience_of(WorldKey::Place(place), Some(participant_id));
+        self.emit_many(peers, Message::Spawn(own_spawn));
+        Ok(object_id)
+    }
+
+    /// Writes the avatar object into its place's world (keeping its
+    /// generation and, on a refresh, its ownership epoch) and returns it.
+    fn place_avatar(
+        &mut self,
+        participant_id: u64,
+        place: P,
+        object_id: u32,
+        presence: &NaPresence,
+        control: Control,
+    ) -> Object {
+        let world = self.world_mut(WorldKey::Place(place));
+        let held = world.get(object_id);
+        let object = Object {
+            id: object_id,
+            archetype: presence.archetype_id,
+            owner: participant_id,
+            role: control.role(),
+            gen_epoch: held.map_or(0, |o| o.gen_epoch),
+            // Ownership is assigned once per presence object (epoch 1); a
+            // refresh keeps the epoch the owner already holds.
+            ownership_epoch: held.map_or(1, |o| o.ownership_epoch.max(1)),
+            transform: presence.transform,
+            replicate_velocity: true,
+            motion: Motion::OwnerDriven,
+            last_input_seq: 0,
+        };
+        match world.get_mut(object_id) {
+            Some(o) => *o = object.clone(),
+            None => world.insert(object.clone()),
+        }
+        object
+    }
+
+    /// Kind 18 to a newcomer: everything it can see but its own object
+    /// (its place's world, then the global one), split at the batch limit;
+    /// one empty batch when there is nothing.
+    fn send_batch(&mut self, participant_id: u64, place: P, own: u32) {
+        let spawns: Vec<NaSpawn> = [WorldKey::Place(place), WorldKey::Global]
+            .into_iter()
+            .filter_map(|key| self.worlds.get(&key))
+            .flat_map(World::objects)
+            .filter(|o| o.id != own)
+            .map(spawn_of)
+            .collect();
+        if spawns.is_empty() {
+            self.emit(participant_id, Message::SpawnBatch(NaSpawnBatch::default()));
+        }
+        for chunk in spawns.chunks(NaSpawnBatch::MAX_ENTRIES) {
+            let batch = NaSpawnBatch {
+                spawns: chunk.to_vec(),
+            };
+            self.emit(participant_id, Message::SpawnBatch(batch));
+        }
+    }
+
+    /// Kind 20: the owner's relay-mode transform, copied verbatim after
+    /// the ownership check; observers see it through snapshots.
+    pub fn handle_state(
+        &mut self,
+        participant_id: u64,
+        state: &NaState,
+        now: Tick,
+    ) -> Result<(), Refusal> {
+        self.advance(now);
+        let (object, control) = self.owned_object(participant_id, state.object_id)?;
+        if control == Control::Predicted {
+            return Err(Refusal::State(StateRefusal::Predicted));
+        }
+        if !state.transform.is_finite() {
+            return Err(Refusal::State(StateRefusal::NonFinite));
+        }
+        object.transform = state.transform;
+        Ok(())
+    }
+
+    /// The participant moved to `new_place` (room join or leave): its
+    /// avatar despawns everywhere it was visible, it is told to drop the
+    /// old place's actors, and its snapshots switch to the new place. It
+    /// appears there when it announces presence again.
+    pub fn handle_place_change(&mut self, participant_id: u64, new_place: P, now: Tick) {
+        self.advance(now);
+        if let Some(p) = self.presences.get(&participant_id).copied()
+            && p.place != new_place
+        {
+            self.presences.remove(&participant_id);
+            self.despawn(p.object_id, WorldKey::Place(p.place), None);
+        }
+        let Some(old_place) = self.clients.get(&participant_id).map(|c| c.place) else {
+            return;
+        };
+        if old_place == new_place {
+            return;
+        }
+        let stale: Vec<u32> = self
+            .worlds
+            .get(&WorldKey::Place(old_place))
+            .map(|w| w.objects().map(|o| o.id).collect())
+            .unwrap_or_default();
+        if let Some(c) = self.clients.get_mut(&participant_id) {
+            c.place = new_place;
+        }
+        for object_id in stale {
+            self.emit(participant_id, Message::Despawn(NaDespawn { object_id }));
+        }
+    }
+
+    /// The participant left: its avatar despawns for the peers that saw
+    /// it, and its sync state is dropped.
+    pub fn handle_disconnect(&mut self, participant_id: u64, now: Tick) {
+        self.advance(now);
+        self.clients.remove(&participant_id);
+        if let Some(p) = self.presences.remove(&participant_id) {
+            self.despawn(p.object_id, WorldKey::Place(p.place), Some(participant_id));
+        }
+    }
+}
