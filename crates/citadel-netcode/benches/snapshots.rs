@@ -15,6 +15,7 @@ use citadel_netcode::interest::{FrameIndex, InterestConfig};
 use citadel_netcode::receiver::SnapshotReceiver;
 use citadel_netcode::sender::{SenderConfig, SnapshotSender};
 use citadel_netcode::world::{Motion, Object, World};
+use citadel_testkit::TestRng;
 use citadel_wire::actor::NaTransform;
 use citadel_wire::tsync::{HelloParams, Role};
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -78,11 +79,8 @@ fn bench(c: &mut Criterion) {
 }
 
 /// A deterministic scatter over [-100 000, 100 000) cm.
-fn scatter(seed: &mut u64) -> f32 {
-    *seed ^= *seed << 13;
-    *seed ^= *seed >> 7;
-    *seed ^= *seed << 17;
-    (*seed % 200_000) as f32 - 100_000.0
+fn scatter(rng: &mut TestRng) -> f32 {
+    rng.below(200_000) as f32 - 100_000.0
 }
 
 fn aoi(c: &mut Criterion) {
@@ -100,7 +98,7 @@ fn aoi(c: &mut Criterion) {
         interest: Some(interest),
         ..SenderConfig::default()
     };
-    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut seed = TestRng::new(0x9e37_79b9_7f4a_7c15);
     let mut w = World::new(60);
     for id in 1..=OBJECTS {
         let owner = if u64::from(id) <= CLIENTS {

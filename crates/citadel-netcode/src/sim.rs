@@ -3,6 +3,8 @@
 //! time (milliseconds) and a seeded generator. Used by the convergence tests
 //! and available to embedders for demos.
 
+use citadel_testkit::TestRng;
+
 /// Link impairments.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LinkConfig {
@@ -20,7 +22,7 @@ pub struct LinkConfig {
 #[derive(Debug, Clone)]
 pub struct SimLink {
     config: LinkConfig,
-    state: u64,
+    rng: TestRng,
     in_flight: Vec<(f64, u64, Vec<u8>)>,
     seq: u64,
     /// Packets offered.
@@ -34,7 +36,7 @@ impl SimLink {
     pub fn new(config: LinkConfig, seed: u64) -> Self {
         SimLink {
             config,
-            state: seed | 1,
+            rng: TestRng::new(seed | 1),
             in_flight: Vec::new(),
             seq: 0,
             sent: 0,
@@ -43,10 +45,7 @@ impl SimLink {
     }
 
     fn next_f64(&mut self) -> f64 {
-        self.state ^= self.state << 13;
-        self.state ^= self.state >> 7;
-        self.state ^= self.state << 17;
-        (self.state >> 11) as f64 / (1u64 << 53) as f64
+        self.rng.unit_f64()
     }
 
     /// Offers a packet at `now_ms`.

@@ -9,6 +9,7 @@ use citadel_netcode::interp::Interpolator;
 use citadel_netcode::receiver::SnapshotReceiver;
 use citadel_netcode::sender::{SenderConfig, SnapshotSender};
 use citadel_netcode::world::{Motion, Object, World};
+use citadel_testkit::TestRng;
 use citadel_wire::actor::NaTransform;
 use citadel_wire::tsync::{HelloParams, Role, RoleEvent, Snapshot};
 
@@ -164,13 +165,8 @@ fn the_frame_index_gives_the_same_snapshots_as_a_full_scan() {
         ..SenderConfig::default()
     };
     let mut world = World::new(60);
-    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % 40_000) as f32 - 20_000.0
-    };
+    let mut rng = TestRng::new(0x2545_f491_4f6c_dd1d);
+    let mut next = move || rng.below(40_000) as f32 - 20_000.0;
     for id in 1..=400 {
         let mut o = at(id, next(), 0, Role::ServerSimulated);
         o.transform.position[1] = next();
