@@ -10,11 +10,23 @@
 //! payload (an echo). Outbound frames queue per connection and the writer
 //! coalesces everything queued into one WebSocket message.
 //!
+//! Variants (flags, or the environment when `citadel-load` spawns it; a flag
+//! wins over its variable), measured in `docs/benchmarks.md`:
+//! - `--read-buffer BYTES` / `RAW_RELAY_READ_BUFFER`: tungstenite's per
+//!   connection read buffer (default 4096; tungstenite's own default is
+//!   131072, which it zero-fills on every read);
+//! - `--runtime current|multi` / `RAW_RELAY_RUNTIME`: one current-thread
+//!   tokio runtime or the multi-thread one (default `current`);
+//! - `--writes coalesced|per-frame` / `RAW_RELAY_WRITES`: one WebSocket
+//!   message holding every queued frame, or one message per frame with one
+//!   flush per batch (default `coalesced`).
+//!
 //! What it is not: a server — no authentication, no limits, no
 //! backpressure (queues are unbounded), no heartbeats, no room policy. Do
 //! not expose it; it binds where `--bind` says (default 127.0.0.1:7450).
 //!
-//! Call order: `raw-relay [--bind 127.0.0.1:PORT]` → serves until killed.
+//! Call order: `raw-relay [--bind 127.0.0.1:PORT] [variant flags]` → serves
+//! until killed.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -32,6 +44,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 /// Largest WebSocket message the writer builds from queued frames.
 const MAX_COALESCED: usize = 64 * 1024;
@@ -49,26 +62,94 @@ struct Relay {
     next_id: AtomicU64,
 }
 
-#[tokio::main]
-async fn main() {
+/// How the writer turns queued frames into WebSocket messages.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Writes {
+    /// Everything queued (up to [`MAX_COALESCED`]) in one binary message.
+    Coalesced,
+    /// One binary message per frame, then one flush for the batch.
+    PerFrame,
+}
+
+/// The variant this process runs (see the module doc).
+#[derive(Debug, Clone, Copy)]
+struct Variant {
+    read_buffer: usize,
+    multi_thread: bool,
+    writes: Writes,
+}
+
+const USAGE: &str = "usage: raw-relay [--bind 127.0.0.1:PORT] [--read-buffer BYTES] \
+                     [--runtime current|multi] [--writes coalesced|per-frame]";
+
+fn fail(message: &str) -> ! {
+    eprintln!("raw-relay: {message}\n{USAGE}");
+    std::process::exit(2);
+}
+
+/// Applies one variant setting (from a flag or its environment variable).
+fn set(variant: &mut Variant, key: &str, value: &str) {
+    match (key, value) {
+        ("read-buffer", v) => match v.parse::<usize>() {
+            Ok(n) if (256..=1 << 20).contains(&n) => variant.read_buffer = n,
+            _ => fail(&format!("--read-buffer wants 256..=1048576, got {v:?}")),
+        },
+        ("runtime", "current") => variant.multi_thread = false,
+        ("runtime", "multi") => variant.multi_thread = true,
+        ("writes", "coalesced") => variant.writes = Writes::Coalesced,
+        ("writes", "per-frame") => variant.writes = Writes::PerFrame,
+        (k, v) => fail(&format!("bad --{k} {v:?}")),
+    }
+}
+
+fn main() {
     let mut bind = String::from("127.0.0.1:7450");
+    let mut variant = Variant {
+        read_buffer: 4096,
+        multi_thread: false,
+        writes: Writes::Coalesced,
+    };
+    for (key, var) in [
+        ("read-buffer", "RAW_RELAY_READ_BUFFER"),
+        ("runtime", "RAW_RELAY_RUNTIME"),
+        ("writes", "RAW_RELAY_WRITES"),
+    ] {
+        if let Ok(value) = std::env::var(var) {
+            set(&mut variant, key, &value);
+        }
+    }
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match (a.as_str(), args.next()) {
             ("--bind", Some(v)) => bind = v,
-            _ => {
-                eprintln!("usage: raw-relay [--bind 127.0.0.1:PORT]");
-                std::process::exit(2);
-            }
+            (flag, Some(v)) if flag.starts_with("--") => set(&mut variant, &flag[2..], &v),
+            _ => fail("unknown argument"),
         }
     }
     let addr: SocketAddr = match bind.parse() {
         Ok(a) => a,
+        Err(e) => fail(&format!("bad --bind {bind:?}: {e}")),
+    };
+    let runtime = if variant.multi_thread {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    };
+    let runtime = match runtime {
+        Ok(r) => r,
         Err(e) => {
-            eprintln!("raw-relay: bad --bind {bind:?}: {e}");
-            std::process::exit(2);
+            eprintln!("raw-relay: cannot start the runtime: {e}");
+            std::process::exit(1);
         }
     };
+    runtime.block_on(accept_loop(addr, variant));
+}
+
+async fn accept_loop(addr: SocketAddr, variant: Variant) {
     let listener = match TcpListener::bind(addr).await {
         Ok(l) => l,
         Err(e) => {
@@ -80,7 +161,7 @@ async fn main() {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                tokio::spawn(serve(relay.clone(), stream));
+                tokio::spawn(serve(relay.clone(), stream, variant));
             }
             Err(e) => {
                 eprintln!("raw-relay: accept: {e}");
@@ -90,15 +171,22 @@ async fn main() {
     }
 }
 
-async fn serve(relay: Arc<Relay>, stream: TcpStream) {
+async fn serve(relay: Arc<Relay>, stream: TcpStream, variant: Variant) {
     let _ = stream.set_nodelay(true);
-    let Ok(ws) = tokio_tungstenite::accept_async(stream).await else {
+    let config = WebSocketConfig::default().read_buffer_size(variant.read_buffer);
+    let Ok(ws) = tokio_tungstenite::accept_async_with_config(stream, Some(config)).await else {
         return;
     };
     let (mut sink, mut source) = ws.split();
     let (tx, mut rx) = unbounded_channel::<Bytes>();
     let writer = tokio::spawn(async move {
         while let Some(first) = rx.recv().await {
+            if variant.writes == Writes::PerFrame {
+                if write_each(&mut sink, &mut rx, first).await.is_err() {
+                    break;
+                }
+                continue;
+            }
             let mut out = BytesMut::from(&first[..]);
             while out.len() < MAX_COALESCED {
                 match rx.try_recv() {
@@ -178,6 +266,29 @@ async fn serve(relay: Arc<Relay>, stream: TcpStream) {
     leave(&relay, room, id);
     drop(tx);
     let _ = writer.await;
+}
+
+/// The per-frame writer: one message per queued frame, one flush at the end.
+async fn write_each<S>(
+    sink: &mut S,
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<Bytes>,
+    first: Bytes,
+) -> Result<(), S::Error>
+where
+    S: futures_util::Sink<Message> + Unpin,
+{
+    sink.feed(Message::Binary(first)).await?;
+    let mut queued = 0;
+    while queued < MAX_COALESCED {
+        match rx.try_recv() {
+            Ok(more) => {
+                queued += more.len();
+                sink.feed(Message::Binary(more)).await?;
+            }
+            Err(_) => break,
+        }
+    }
+    sink.flush().await
 }
 
 fn join(relay: &Relay, key: Bytes, id: u64, tx: Tx) -> Arc<Room> {
