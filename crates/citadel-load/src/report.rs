@@ -194,7 +194,7 @@ impl Report {
     pub fn check(&self) -> anyhow::Result<()> {
         let get = |n: &str| self.get(n).unwrap_or(0.0);
         let ok = match self.scenario.as_str() {
-            "relay-fanout" => get("best_deliveries_per_s") > 0.0,
+            "relay-fanout" => get("delivered_in_windows") > 0.0,
             "idle-capacity" => get("connections") > 0.0 && get("held_at_end") == get("connections"),
             "rpc-echo" => get("round_trips_per_s") > 0.0,
             "handshake-storm" => get("handshakes_per_s") > 0.0 && get("failed") == 0.0,
