@@ -72,10 +72,10 @@ impl Default for InputParams {
 pub enum Offer {
     /// Buffered; released once every earlier sequence number has arrived.
     Accepted,
-    /// `input_seq` 0 is reserved for "none".
-    ZeroSeq,
     /// The frame names another ownership epoch than the object's current one.
     WrongEpoch,
+    /// `input_seq` 0 is reserved for "none".
+    ZeroSeq,
     /// At or below the watermark: already applied.
     Stale,
     /// Already buffered.
@@ -167,11 +167,12 @@ impl InputQueue {
     /// Offers one frame of an object the sender owns.
     pub fn handle_frame(&mut self, frame: &InputFrame) -> Offer {
         let seq = frame.input_seq;
-        if seq == 0 {
-            return Offer::ZeroSeq;
-        }
+        // The epoch is checked before the queue (§3.7 step 4, then step 5).
         if frame.ownership_epoch != self.epoch {
             return Offer::WrongEpoch;
+        }
+        if seq == 0 {
+            return Offer::ZeroSeq;
         }
         if seq <= self.watermark {
             return Offer::Stale;

@@ -126,6 +126,9 @@ fn another_epoch_is_refused() {
     assert_eq!(q.handle_frame(&old), Offer::WrongEpoch);
     old.ownership_epoch = EPOCH - 1;
     assert_eq!(q.handle_frame(&old), Offer::WrongEpoch);
+    // The epoch check comes first (§3.7 step 4 before the queue of step 5).
+    old.input_seq = 0;
+    assert_eq!(q.handle_frame(&old), Offer::WrongEpoch);
     assert_eq!(q.buffered(), 0);
 }
 
