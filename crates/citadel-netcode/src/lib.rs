@@ -22,6 +22,10 @@
 //!   ownership check of relay state, NPCs and patrols, place scoping, the
 //!   tick and every client's snapshot. `handle_*(…, now)` inputs, typed
 //!   [`actors::Output`]s addressed to participants from `poll_output`.
+//! - [`input::InputQueue`]: the in-order owner input queue of one predicted
+//!   object (§3.7): typed refusals, release of the contiguous run, the dt,
+//!   speed and bounds clamps, epoch reset. Not yet driven by the actor
+//!   server.
 //!
 //! ## Client half
 //!
@@ -45,6 +49,7 @@
 
 pub mod actors;
 pub mod frame;
+pub mod input;
 pub mod interest;
 pub mod interp;
 pub mod receiver;
