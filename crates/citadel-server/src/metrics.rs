@@ -69,8 +69,10 @@ reasons!(
         ActorStateRefused => "actor_state_refused",
         /// Transform-sync frames from a client that has not sent HELLO.
         NotOptedIn => "not_opted_in",
-        /// Owner input frames (the validated-input path is not served yet).
-        InputNotServed => "input_not_served",
+        /// Owner input frames not applied: no presence, not the sender's
+        /// object, a relayed object, another ownership epoch, sequence 0,
+        /// already applied or buffered, or more than 256 ahead.
+        ActorInputRefused => "actor_input_refused",
     }
 );
 

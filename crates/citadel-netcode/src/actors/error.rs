@@ -15,6 +15,70 @@ pub enum Refusal {
     State(StateRefusal),
     /// Every object id is in use.
     IdsExhausted,
+    /// One kind-9 input frame that was not applied, and why.
+    Input(InputRefusal),
+}
+
+/// Why one kind-9 input frame was not applied (§3.7: ownership first,
+/// then the epoch, then the in-order queue).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InputRefusal {
+    /// The sender has announced no presence.
+    NoPresence,
+    /// The frame's object is not the sender's presence object.
+    NotOwner,
+    /// The sender's object is relayed: it moves by NA_STATE only.
+    Relay,
+    /// The frame names another ownership epoch than the object's.
+    WrongEpoch,
+    /// `input_seq` 0 is reserved for "none".
+    ZeroSeq,
+    /// At or below `last_input_seq`: already applied.
+    Stale,
+    /// The same sequence number is already buffered.
+    Duplicate,
+    /// More than 256 sequence numbers above `last_input_seq`.
+    TooFarAhead,
+}
+
+impl InputRefusal {
+    /// Every reason, in declaration order.
+    pub const ALL: [InputRefusal; 8] = [
+        InputRefusal::NoPresence,
+        InputRefusal::NotOwner,
+        InputRefusal::Relay,
+        InputRefusal::WrongEpoch,
+        InputRefusal::ZeroSeq,
+        InputRefusal::Stale,
+        InputRefusal::Duplicate,
+        InputRefusal::TooFarAhead,
+    ];
+
+    /// The queue's verdict as a refusal; `None` for an accepted frame.
+    pub(super) fn of_offer(offer: crate::input::Offer) -> Option<InputRefusal> {
+        use crate::input::Offer;
+        match offer {
+            Offer::Accepted => None,
+            Offer::WrongEpoch => Some(InputRefusal::WrongEpoch),
+            Offer::ZeroSeq => Some(InputRefusal::ZeroSeq),
+            Offer::Stale => Some(InputRefusal::Stale),
+            Offer::Duplicate => Some(InputRefusal::Duplicate),
+            Offer::TooFarAhead => Some(InputRefusal::TooFarAhead),
+        }
+    }
+
+    fn text(self) -> &'static str {
+        match self {
+            InputRefusal::NoPresence => "input without presence",
+            InputRefusal::NotOwner => "input for an object the sender does not own",
+            InputRefusal::Relay => "input for a relayed object",
+            InputRefusal::WrongEpoch => "input of another ownership epoch",
+            InputRefusal::ZeroSeq => "input sequence 0",
+            InputRefusal::Stale => "input already applied",
+            InputRefusal::Duplicate => "input already buffered",
+            InputRefusal::TooFarAhead => "input too far ahead",
+        }
+    }
 }
 
 /// Why NA_STATE (kind 20) was refused (§3.9: applied only if the sender's
@@ -45,6 +109,7 @@ impl std::fmt::Display for Refusal {
             }
             Refusal::State(StateRefusal::NonFinite) => f.write_str("non-finite transform"),
             Refusal::IdsExhausted => f.write_str("object ids exhausted"),
+            Refusal::Input(reason) => f.write_str(reason.text()),
         }
     }
 }

@@ -39,11 +39,14 @@
 //!    world, then each client's snapshot (its ROLE transitions first).
 //! 3. [`ActorServer::poll_output`] until `None` after each of the above.
 //!
-//! Where the validated-input path plugs in: frames of kind 9 reach
-//! [`ActorServer::handle_input`], which today applies only the piggybacked
-//! ack and reports the frames unserved; the ownership check the epoch
-//! check extends is `owned_object` (`ownership.rs`); an in-order queue per object belongs next
-//! to the presence's [`Control::Predicted`]; ownership moves go through the
+//! The validated-input path: every [`Control::Predicted`] presence object
+//! has one [`InputQueue`] (created with the presence, epoch = its
+//! ownership epoch, dropped with the object). Frames of kind 9 reach
+//! [`ActorServer::handle_input`], which checks ownership with
+//! `owned_object` (`ownership.rs`), offers each frame to the queue,
+//! integrates the released run into the object's transform and publishes
+//! its `last_input_seq`; every frame not applied is counted per
+//! [`InputRefusal`] in the [`InputOutcome`]. Ownership moves go through the
 //! one role builder (`ownership.rs`) and [`Audience::Many`] (old owner, new
 //! owner, the peers that see the object); history rings are recorded in
 //! the tick phase named above.
@@ -55,11 +58,13 @@ mod ownership;
 mod presence;
 mod tick;
 
-pub use error::{Refusal, StateRefusal};
+pub use error::{InputRefusal, Refusal, StateRefusal};
 pub use npc::{NpcSpawn, Patrol};
 pub use output::{Audience, Delivery, Message, Output};
 pub use ownership::Control;
 pub use presence::InputOutcome;
+
+use crate::input::InputQueue;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt::Debug;
@@ -141,6 +146,8 @@ pub struct ActorServer<P> {
     worlds: HashMap<WorldKey<P>, World>,
     clients: BTreeMap<u64, Client<P>>,
     presences: HashMap<u64, Presence<P>>,
+    /// The in-order input queue of each predicted presence object, by id.
+    inputs: HashMap<u32, InputQueue>,
     npcs: BTreeMap<u32, npc::Npc<P>>,
     outputs: VecDeque<Output>,
 }
@@ -163,6 +170,7 @@ impl<P: PlaceKey> ActorServer<P> {
             worlds: HashMap::new(),
             clients: BTreeMap::new(),
             presences: HashMap::new(),
+            inputs: HashMap::new(),
             npcs: BTreeMap::new(),
             outputs: VecDeque::new(),
         })
@@ -253,6 +261,7 @@ impl<P: PlaceKey> ActorServer<P> {
                 self.worlds.remove(&key);
             }
         }
+        self.inputs.remove(&object_id);
         self.ids.release(object_id);
         let audience = self.audience_of(key, skip);
         self.emit_many(

@@ -12,25 +12,51 @@
 
 use citadel_wire::ack::AckWindow;
 use citadel_wire::actor::{NaDespawn, NaPresence, NaSpawn, NaSpawnBatch, NaState};
-use citadel_wire::tsync::{InputBundle, RoleEvent, TsyncAck};
+use citadel_wire::tsync::{InputBundle, InputFrame, RoleEvent, TsyncAck};
 
 use super::ownership::role_of;
 use super::{
-    ActorServer, Client, Control, Message, PlaceKey, Presence, Refusal, StateRefusal, Tick,
-    WorldKey,
+    ActorServer, Client, Control, InputRefusal, Message, PlaceKey, Presence, Refusal, StateRefusal,
+    Tick, WorldKey,
 };
+use crate::input::{InputParams, InputQueue};
 use crate::sender::SnapshotSender;
 use crate::world::{Motion, Object, World};
 
 /// What [`ActorServer::handle_input`] did with one bundle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[must_use]
 pub struct InputOutcome {
     /// Whether the piggybacked ack reached an opted-in client's sender.
     pub acked: bool,
-    /// Input frames not applied: the validated-input path (an in-order
-    /// queue per predicted object) is not served yet, so every frame.
+    /// Frames accepted into the sender's queue (applied now or buffered
+    /// until the missing earlier ones arrive).
+    pub accepted: usize,
+    /// Frames released and integrated into the object by this bundle.
+    pub applied: usize,
+    /// Frames not applied: the sum of [`InputOutcome::refused`].
     pub unserved: usize,
+    refused: [usize; InputRefusal::ALL.len()],
+}
+
+impl InputOutcome {
+    /// Frames refused for `reason`.
+    pub fn refused(&self, reason: InputRefusal) -> usize {
+        self.refused[reason as usize]
+    }
+
+    /// Every reason with a nonzero count, in [`InputRefusal::ALL`] order.
+    pub fn refusals(&self) -> impl Iterator<Item = (InputRefusal, usize)> + '_ {
+        InputRefusal::ALL
+            .into_iter()
+            .map(|r| (r, self.refused(r)))
+            .filter(|&(_, n)| n > 0)
+    }
+
+    fn refuse(&mut self, reason: InputRefusal) {
+        self.refused[reason as usize] += 1;
+        self.unserved += 1;
+    }
 }
 
 fn spawn_of(object: &Object) -> NaSpawn {
@@ -78,8 +104,12 @@ impl<P: PlaceKey> ActorServer<P> {
     }
 
     /// Kind 9: the piggybacked ack (when nonzero) is applied with history
-    /// 0. The frames await the validated-input path and are reported
-    /// unserved.
+    /// 0. Each frame for the sender's predicted presence object is offered
+    /// to its input queue (ownership, then epoch, then sequence rules); the
+    /// contiguous run released is integrated into the object's position
+    /// and velocity, and its `last_input_seq` advances. Every other frame
+    /// is refused and counted in the outcome; refusals are silent on the
+    /// wire. Fire commands of released frames are not resolved yet.
     pub fn handle_input(
         &mut self,
         participant_id: u64,
@@ -87,19 +117,82 @@ impl<P: PlaceKey> ActorServer<P> {
         now: Tick,
     ) -> InputOutcome {
         self.advance(now);
-        let mut acked = false;
+        let mut outcome = InputOutcome::default();
         if bundle.acked_snapshot_id != 0
             && let Some(c) = self.clients.get_mut(&participant_id)
         {
             let mut window = AckWindow::new();
             window.ack(u64::from(bundle.acked_snapshot_id));
             c.sender.handle_ack(&window);
-            acked = true;
+            outcome.acked = true;
         }
-        InputOutcome {
-            acked,
-            unserved: bundle.frames.len(),
+        let mut owned = None;
+        for frame in &bundle.frames {
+            match self.offer_input(participant_id, frame) {
+                Ok(object_id) => {
+                    outcome.accepted += 1;
+                    owned = Some(object_id);
+                }
+                Err(reason) => outcome.refuse(reason),
+            }
         }
+        if let Some(object_id) = owned {
+            outcome.applied = self.release_input(participant_id, object_id);
+        }
+        outcome
+    }
+
+    /// Offers one frame; the object id it was buffered for, or why not.
+    fn offer_input(
+        &mut self,
+        participant_id: u64,
+        frame: &InputFrame,
+    ) -> Result<u32, InputRefusal> {
+        let (_, control) = self.owned_object(participant_id, frame.object_id).map_err(
+            |refusal| match refusal {
+                Refusal::State(StateRefusal::NoPresence) => InputRefusal::NoPresence,
+                _ => InputRefusal::NotOwner,
+            },
+        )?;
+        if control != Control::Predicted {
+            return Err(InputRefusal::Relay);
+        }
+        let queue = self
+            .inputs
+            .get_mut(&frame.object_id)
+            .ok_or(InputRefusal::Relay)?;
+        match InputRefusal::of_offer(queue.handle_frame(frame)) {
+            None => Ok(frame.object_id),
+            Some(reason) => Err(reason),
+        }
+    }
+
+    /// Integrates every frame the queue of `object_id` releases into the
+    /// object and publishes its watermark; returns how many.
+    fn release_input(&mut self, participant_id: u64, object_id: u32) -> usize {
+        let Some(queue) = self.inputs.get_mut(&object_id) else {
+            return 0;
+        };
+        let Some(place) = self.presences.get(&participant_id).map(|p| p.place) else {
+            return 0;
+        };
+        let Some(object) = self
+            .worlds
+            .get_mut(&WorldKey::Place(place))
+            .and_then(|w| w.get_mut(object_id))
+        else {
+            return 0;
+        };
+        let t = &mut object.transform;
+        let mut applied = 0;
+        while queue
+            .poll_released(&mut t.position, &mut t.velocity)
+            .is_some()
+        {
+            applied += 1;
+        }
+        object.last_input_seq = queue.last_input_seq();
+        applied
     }
 
     /// Kind 16: spawns (or refreshes) the sender's avatar in its place and
@@ -140,6 +233,7 @@ impl<P: PlaceKey> ActorServer<P> {
             None => self.ids.allocate().ok_or(Refusal::IdsExhausted)?,
         };
         let object = self.place_avatar(participant_id, place, object_id, presence, control);
+        self.assign_input_queue(&object, control);
         self.presences.insert(
             participant_id,
             Presence {
@@ -162,6 +256,24 @@ impl<P: PlaceKey> ActorServer<P> {
         let peers = self.audience_of(WorldKey::Place(place), Some(participant_id));
         self.emit_many(peers, Message::Spawn(own_spawn));
         Ok(object_id)
+    }
+
+    /// A predicted presence object gets an input queue for its ownership
+    /// epoch (a refresh under the same epoch keeps the queue and its
+    /// watermark); a relayed one has none.
+    fn assign_input_queue(&mut self, object: &Object, control: Control) {
+        if control != Control::Predicted {
+            self.inputs.remove(&object.id);
+            return;
+        }
+        let params = InputParams::from_hello(&self.config.hello);
+        let queue = self
+            .inputs
+            .entry(object.id)
+            .or_insert_with(|| InputQueue::new(params, object.ownership_epoch));
+        if queue.epoch() != object.ownership_epoch {
+            queue.handle_epoch(object.ownership_epoch);
+        }
     }
 
     /// Writes the avatar object into its place's world (keeping its
@@ -188,7 +300,10 @@ impl<P: PlaceKey> ActorServer<P> {
             transform: presence.transform,
             replicate_velocity: true,
             motion: Motion::OwnerDriven,
-            last_input_seq: 0,
+            last_input_seq: match (held, control) {
+                (Some(o), Control::Predicted) => o.last_input_seq,
+                _ => 0,
+            },
         };
         match world.get_mut(object_id) {
             Some(o) => *o = object.clone(),

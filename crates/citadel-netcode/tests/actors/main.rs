@@ -2,9 +2,11 @@
 //! §3.6, §3.9, §5): presence ids and delivery order, repeated presence,
 //! the ownership check of NA_STATE, roles and epochs, piggybacked acks,
 //! place scoping and despawns, NPC patrols, interest transitions, and
-//! snapshot ticks that never go backwards.
+//! snapshot ticks that never go backwards; validated owner input in
+//! `input.rs`.
 
 mod harness;
+mod input;
 
 use citadel_netcode::actors::{
     ActorServer, Message, NpcSpawn, Patrol, Refusal, StateRefusal, Tick, WorldKey,
@@ -335,7 +337,12 @@ fn the_ack_inside_an_input_bundle_confirms_a_base_and_the_frames_are_unserved() 
     };
     let outcome = server.handle_input(1, &bundle(2, 2), Tick(6));
     assert!(outcome.acked);
-    assert_eq!(outcome.unserved, 2, "input frames await the validated path");
+    assert_eq!(
+        outcome.refused(citadel_netcode::actors::InputRefusal::NotOwner),
+        2,
+        "frames for object 0, which 1 does not own, are refused"
+    );
+    assert_eq!(outcome.unserved, 2);
     assert!(
         !server.handle_input(9, &bundle(2, 0), Tick(6)).acked,
         "not opted in"

@@ -25,9 +25,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use citadel_netcode::actors::{
-    ActorConfig, ActorServer, Delivery, InputOutcome, Output, Refusal, Tick,
-};
+use citadel_netcode::actors::{ActorConfig, ActorServer, Delivery, Output, Refusal, Tick};
 use citadel_netcode::interest::InterestConfig;
 use citadel_wire::actor::{NaPresence, NaState, NaTransform};
 use citadel_wire::tsync::{InputBundle, TsyncAck};
@@ -92,6 +90,7 @@ fn drop_reason(refusal: Refusal) -> Option<DropReason> {
         Refusal::NotOptedIn => Some(DropReason::NotOptedIn),
         Refusal::Malformed => Some(DropReason::MalformedBody),
         Refusal::State(_) => Some(DropReason::ActorStateRefused),
+        Refusal::Input(_) => Some(DropReason::ActorInputRefused),
         _ => None,
     }
 }
@@ -186,14 +185,15 @@ impl TransformHub {
         self.count(result);
     }
 
-    /// Kind 9: the piggybacked ack is applied (history 0); the input frames
-    /// themselves await the validated-input path and are counted.
+    /// Kind 9: the piggybacked ack is applied (history 0); the frames go
+    /// through the owner's in-order input queue and move its predicted
+    /// object; every refused frame is counted.
     pub fn handle_input(&self, participant_id: u64, bundle: &InputBundle) {
-        let InputOutcome { unserved, .. } =
-            self.drive(|core, now| core.handle_input(participant_id, bundle, now));
-        if unserved > 0 {
-            self.metrics
-                .drop_n(DropReason::InputNotServed, unserved as u64);
+        let outcome = self.drive(|core, now| core.handle_input(participant_id, bundle, now));
+        for (reason, frames) in outcome.refusals() {
+            if let Some(drop) = drop_reason(Refusal::Input(reason)) {
+                self.metrics.drop_n(drop, frames as u64);
+            }
         }
     }
 

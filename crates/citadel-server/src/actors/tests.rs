@@ -149,6 +149,7 @@ fn refusals_are_counted_as_their_drop_reason() {
         frames: vec![InputFrame::default(); 3],
     };
     node.hub.handle_input(1, &bundle);
-    assert_eq!(node.metrics.drops(DropReason::InputNotServed), 3);
+    // Frames for object 0, which participant 1 does not own.
+    assert_eq!(node.metrics.drops(DropReason::ActorInputRefused), 3);
     assert_eq!((node.hub.actor_count(), node.hub.client_count()), (1, 2));
 }
