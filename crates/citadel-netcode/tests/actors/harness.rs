@@ -292,11 +292,16 @@ impl Stage {
         self.route();
     }
 
+    /// One input to the server at the current tick, then its outputs routed.
+    pub fn apply<R>(&mut self, input: impl FnOnce(&mut ActorServer<Zone>, Tick) -> R) -> R {
+        let result = input(&mut self.server, self.now);
+        self.route();
+        result
+    }
+
     /// A server-owned actor from game logic.
     pub fn npc(&mut self, spawn: NpcSpawn<Zone>) -> Option<u32> {
-        let id = self.server.handle_npc_spawn(spawn, self.now);
-        self.route();
-        id
+        self.apply(|server, now| server.handle_npc_spawn(spawn, now))
     }
 
     /// Kind 16.
@@ -310,11 +315,7 @@ impl Stage {
             archetype_id: archetype,
             transform,
         };
-        let result = self
-            .server
-            .handle_presence(participant_id, &presence, self.now);
-        self.route();
-        result
+        self.apply(|server, now| server.handle_presence(participant_id, &presence, now))
     }
 
     /// Kind 20.
@@ -328,16 +329,12 @@ impl Stage {
             object_id,
             transform,
         };
-        let result = self.server.handle_state(participant_id, &state, self.now);
-        self.route();
-        result
+        self.apply(|server, now| server.handle_state(participant_id, &state, now))
     }
 
     /// The participant changed place.
     pub fn place_change(&mut self, participant_id: u64, zone: Zone) {
-        self.server
-            .handle_place_change(participant_id, zone, self.now);
-        self.route();
+        self.apply(|server, now| server.handle_place_change(participant_id, zone, now));
     }
 
     /// The participant left; its client is gone with it.

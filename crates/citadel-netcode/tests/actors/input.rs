@@ -28,11 +28,7 @@ fn send(stage: &mut Stage, participant_id: u64, frames: Vec<InputFrame>) -> Inpu
         last_seen_snapshot_id: 0,
         frames,
     };
-    let outcome = stage
-        .server
-        .handle_input(participant_id, &bundle, stage.now);
-    stage.route();
-    outcome
+    stage.apply(|server, now| server.handle_input(participant_id, &bundle, now))
 }
 
 /// Every snapshot entry `participant_id` received for `object_id`.
