@@ -47,13 +47,19 @@ pub struct InputParams {
     pub position_max: [f32; 3],
 }
 
+/// The spec's input speed clamp (§3.1 defaults), cm/s.
+pub const DEFAULT_MAX_SPEED: f32 = 2_000.0;
+/// The spec's input step clamp (§3.1 defaults), seconds.
+pub const DEFAULT_MAX_DT: f32 = 0.1;
+
 impl InputParams {
-    /// The spec's speed and dt clamps (2 000 cm/s, 0.1 s) with the position
-    /// bounds of `hello` (the node's `transform_sync.position_min/_max`).
+    /// The spec's speed and dt clamps ([`DEFAULT_MAX_SPEED`],
+    /// [`DEFAULT_MAX_DT`]) with the position bounds of `hello` (the node's
+    /// `transform_sync.position_min/_max`).
     pub fn from_hello(hello: &HelloParams) -> Self {
         InputParams {
-            max_speed: 2_000.0,
-            max_dt: 0.1,
+            max_speed: DEFAULT_MAX_SPEED,
+            max_dt: DEFAULT_MAX_DT,
             position_min: hello.position_min,
             position_max: hello.position_max,
         }

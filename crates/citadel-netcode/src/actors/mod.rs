@@ -119,6 +119,11 @@ pub struct ActorConfig {
     /// Archetypes whose presence is predicted-authoritative (validated
     /// input, ROLE Assign); all others relay NA_STATE.
     pub predicted_archetypes: Vec<u16>,
+    /// The speed (cm/s) and step (s) clamps of validated input; the
+    /// position bounds come from [`ActorConfig::hello`].
+    pub input_max_speed: f32,
+    /// See [`ActorConfig::input_max_speed`].
+    pub input_max_dt: f32,
 }
 
 #[derive(Debug)]

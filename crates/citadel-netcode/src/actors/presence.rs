@@ -266,7 +266,11 @@ impl<P: PlaceKey> ActorServer<P> {
             self.inputs.remove(&object.id);
             return;
         }
-        let params = InputParams::from_hello(&self.config.hello);
+        let params = InputParams {
+            max_speed: self.config.input_max_speed,
+            max_dt: self.config.input_max_dt,
+            ..InputParams::from_hello(&self.config.hello)
+        };
         let queue = self
             .inputs
             .entry(object.id)

@@ -33,6 +33,8 @@ pub fn config() -> ActorConfig {
         budget: 0,
         interest: None,
         predicted_archetypes: Vec::new(),
+        input_max_speed: citadel_netcode::input::DEFAULT_MAX_SPEED,
+        input_max_dt: citadel_netcode::input::DEFAULT_MAX_DT,
     }
 }
 

@@ -49,8 +49,13 @@ fn near(got: [f32; 3], want: [f32; 3]) -> bool {
 /// Owners 1 (predicted, at the origin) and 2 (predicted, at x = 500),
 /// observer 3 without presence, 4 with a relayed avatar.
 fn stage() -> (Stage, u32, u32, u32) {
+    stage_with(predicted_config())
+}
+
+/// [`stage`] under another actor configuration.
+fn stage_with(config: citadel_netcode::actors::ActorConfig) -> (Stage, u32, u32, u32) {
     let mut stage = Stage::with_clients(
-        predicted_config(),
+        config,
         clean(30.0),
         &[
             (1, Zone::Lobby),
@@ -196,4 +201,21 @@ fn a_speed_hacking_owner_moves_no_faster_than_the_clamps() {
     stage.run(12);
     let still = stage.peer(1).position(a).expect("owner holds its object");
     assert!(near(still, got), "a NaN intent stays put: {still:?}");
+}
+
+#[test]
+fn the_configured_input_clamps_replace_the_spec_defaults() {
+    let (mut stage, a, _, _) = stage_with(citadel_netcode::actors::ActorConfig {
+        input_max_speed: 500.0,
+        input_max_dt: 0.05,
+        ..predicted_config()
+    });
+    let frames = (1..=20)
+        .map(|seq| frame(a, seq, [6_000.0, 8_000.0, 0.0], 1.0))
+        .collect();
+    assert_eq!(send(&mut stage, 1, frames).applied, 20);
+    stage.run(12);
+    // 20 × 0.05 s at 500 cm/s along (0.6, 0.8): 500 cm.
+    let got = stage.peer(1).position(a).expect("owner holds its object");
+    assert!(near(got, [300.0, 400.0, 0.0]), "moved to {got:?}");
 }

@@ -80,6 +80,8 @@ fn actor_config(config: &TransformSyncConfig) -> Result<ActorConfig, ConfigError
             outer: config.interest_outer,
         }),
         predicted_archetypes: config.predicted_authoritative_archetypes.clone(),
+        input_max_speed: config.input_max_speed,
+        input_max_dt: config.input_max_dt,
     })
 }
 

@@ -234,6 +234,8 @@ fn transform_sync_keeps_its_flat_keys_and_defaults() {
             "budget",
             "demo_movers",
             "enabled",
+            "input_max_dt",
+            "input_max_speed",
             "interest_cell_size",
             "interest_enabled",
             "interest_inner",
@@ -271,6 +273,14 @@ fn transform_sync_bounds_are_named_by_key() {
         (
             "[transform_sync]\nposition_values_per_unit = 0\n",
             "transform_sync.position_values_per_unit",
+        ),
+        (
+            "[transform_sync]\ninput_max_speed = 0.0\n",
+            "transform_sync.input_max_speed",
+        ),
+        (
+            "[transform_sync]\ninput_max_dt = 5.0\n",
+            "transform_sync.input_max_dt",
         ),
         (
             "[transform_sync]\nvelocity_max = [-40000.0, 0.0, 0.0]\n",

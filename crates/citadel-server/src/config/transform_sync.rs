@@ -34,6 +34,10 @@ pub struct TransformSyncConfig {
     pub budget: u32,
     /// Archetypes that use validated input instead of relay (they refuse NA_STATE).
     pub predicted_authoritative_archetypes: Vec<u16>,
+    /// Fastest move a validated input frame may make (cm/s; the spec's 2 000).
+    pub input_max_speed: f32,
+    /// Longest step one validated input frame may cover (s; the spec's 0.1).
+    pub input_max_dt: f32,
     /// Area of interest; off = each client sees its whole room.
     pub interest_enabled: bool,
     /// AOI grid cell (cm).
@@ -55,6 +59,8 @@ impl Default for TransformSyncConfig {
             hello: HelloParams::default(),
             budget: 0,
             predicted_authoritative_archetypes: Vec::new(),
+            input_max_speed: citadel_netcode::input::DEFAULT_MAX_SPEED,
+            input_max_dt: citadel_netcode::input::DEFAULT_MAX_DT,
             interest_enabled: false,
             interest_cell_size: 5_000.0,
             interest_inner: 10_000.0,
@@ -79,6 +85,21 @@ impl TransformSyncConfig {
             return Err(invalid(
                 "transform_sync.demo_movers/player_slots",
                 "reference demo features are not supported; use networked actors or Lua NPCs",
+            ));
+        }
+        if !(self.input_max_speed.is_finite()
+            && self.input_max_speed > 0.0
+            && self.input_max_speed <= 1_000_000.0)
+        {
+            return Err(invalid(
+                "transform_sync.input_max_speed",
+                "must be > 0 and <= 1000000 cm/s",
+            ));
+        }
+        if !(self.input_max_dt.is_finite() && self.input_max_dt > 0.0 && self.input_max_dt <= 1.0) {
+            return Err(invalid(
+                "transform_sync.input_max_dt",
+                "must be > 0 and <= 1 s",
             ));
         }
         if self.interest_enabled
@@ -169,6 +190,8 @@ struct TransformSyncTable {
     velocity_values_per_unit: u32,
     quat_mode: u8,
     predicted_authoritative_archetypes: Vec<u16>,
+    input_max_speed: f32,
+    input_max_dt: f32,
     interest_enabled: bool,
     interest_cell_size: f32,
     interest_inner: f32,
@@ -204,6 +227,8 @@ impl TryFrom<TransformSyncTable> for TransformSyncConfig {
             },
             budget: t.budget,
             predicted_authoritative_archetypes: t.predicted_authoritative_archetypes,
+            input_max_speed: t.input_max_speed,
+            input_max_dt: t.input_max_dt,
             interest_enabled: t.interest_enabled,
             interest_cell_size: t.interest_cell_size,
             interest_inner: t.interest_inner,
@@ -221,6 +246,8 @@ impl From<TransformSyncConfig> for TransformSyncTable {
             hello,
             budget,
             predicted_authoritative_archetypes,
+            input_max_speed,
+            input_max_dt,
             interest_enabled,
             interest_cell_size,
             interest_inner,
@@ -241,6 +268,8 @@ impl From<TransformSyncConfig> for TransformSyncTable {
             velocity_values_per_unit: hello.velocity_values_per_unit,
             quat_mode: hello.quat_mode.wire_byte(),
             predicted_authoritative_archetypes,
+            input_max_speed,
+            input_max_dt,
             interest_enabled,
             interest_cell_size,
             interest_inner,
