@@ -51,6 +51,9 @@ reasons!(
         BadRoomName => "bad_room_name",
         /// Envelopes still queued when their connection closed.
         ConnectionClosed => "connection_closed",
+        /// An offered reliable envelope (chat events) refused because the
+        /// reliable lane was half full; the connection stays open.
+        ReliableOfferDropped => "reliable_offer_dropped",
         /// An outbound datagram larger than the connection's current maximum
         /// datagram size (or a peer that refused datagrams): not sent.
         DatagramTooLarge => "datagram_too_large",
@@ -225,6 +228,30 @@ reasons!(
         GroupsFullRefused => "groups_full_refused",
         /// Creations and admissions refused by `groups.max_groups_per_user`.
         GroupsUserLimitRefused => "groups_user_limit_refused",
+        /// Chat mutations committed (send, edit, delete, moderate).
+        ChatCommitted => "chat_committed",
+        /// Chat actions refused by a `[chat.limits]` rule.
+        ChatRateLimited => "chat_rate_limited",
+        /// Chat actions refused because the rate-limit storage failed.
+        ChatRateLimitStorageFailed => "chat_rate_limit_storage_failed",
+        /// Commits refused because `chat.max_outbox_rows` rows are pending.
+        ChatOutboxFull => "chat_outbox_full",
+        /// Outbox rows acknowledged after delivery.
+        ChatOutboxAcked => "chat_outbox_acked",
+        /// Outbox rows dropped past their retry window.
+        ChatOutboxExpired => "chat_outbox_expired",
+        /// Durable chat events queued on a subscriber's lane.
+        ChatLiveQueued => "chat_live_queued",
+        /// Durable chat events a subscriber's lane dropped (the
+        /// subscription is flagged for `resync_required`).
+        ChatLiveDropped => "chat_live_dropped",
+        /// `resync_required` notices queued.
+        ChatResyncSent => "chat_resync_sent",
+        /// Subscriptions revoked (room exit, unfriend, block, group exit).
+        ChatRevoked => "chat_revoked",
+        /// Joins refused by `chat.max_subscriptions_per_connection` or
+        /// `chat.max_subscribers_per_channel`.
+        ChatSubscriptionLimit => "chat_subscription_limit",
     }
 );
 
@@ -316,9 +343,26 @@ pub struct Metrics {
     drops: [AtomicU64; DropReason::ALL.len()],
     closes: [AtomicU64; CloseReason::ALL.len()],
     runtime: [AtomicU64; RuntimeEvent::ALL.len()],
-    services: [AtomicU64; ServiceEvent::ALL.len()],
+    services: Counters<{ ServiceEvent::ALL.len() }>,
     /// Tickets queued in the matchmaker now.
     pub matchmaker_queued: AtomicI64,
+}
+
+/// A fixed array of counters (`Default` for any length).
+#[derive(Debug)]
+struct Counters<const N: usize>([AtomicU64; N]);
+
+impl<const N: usize> Default for Counters<N> {
+    fn default() -> Self {
+        Counters(std::array::from_fn(|_| AtomicU64::new(0)))
+    }
+}
+
+impl<const N: usize> std::ops::Deref for Counters<N> {
+    type Target = [AtomicU64; N];
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
 fn index_of<T: PartialEq>(all: &[T], item: &T) -> usize {

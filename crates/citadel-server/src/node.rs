@@ -71,6 +71,8 @@ pub struct NodeShared {
     pub groups: Arc<GroupService>,
     /// The ticket matchmaker.
     pub matchmaker: Arc<Matchmaker>,
+    /// Durable chat.
+    pub chat: Arc<crate::services::chat::ChatService>,
     /// Live authenticated connections by session (revocation).
     pub live: Arc<LiveSessions>,
     /// Networked actors and snapshots.
@@ -246,6 +248,15 @@ impl NodeBuilder {
             metrics.clone(),
         ));
         crate::services::groups::rpc::register(&rpc, &groups);
+        let chat = Arc::new(crate::services::chat::ChatService::new(
+            accounts.store().clone(),
+            realm.clone(),
+            router.clone(),
+            config.chat.clone(),
+            metrics.clone(),
+            &config.server.node_id,
+        ));
+        crate::services::chat::rpc::register(&rpc, &chat);
         let parties = Arc::new(Parties::new(config.party.clone()));
         let matchmaker = Arc::new(Matchmaker::new(
             config.matchmaker.clone(),
@@ -275,6 +286,7 @@ impl NodeBuilder {
                         host: HostServices {
                             notifications: notifications.clone(),
                             groups: groups.clone(),
+                            chat: chat.clone(),
                             handle: tokio::runtime::Handle::current(),
                         },
                     })
@@ -298,6 +310,7 @@ impl NodeBuilder {
             tasks: tasks.clone(),
             participant_ids: Arc::new(ParticipantIds::default()),
             matchmaker: matchmaker.clone(),
+            chat: Some(chat.clone()),
         });
         let current_tls = CurrentTls::new(tls);
         let shared = Arc::new(NodeShared {
@@ -311,6 +324,7 @@ impl NodeBuilder {
             friends,
             groups,
             matchmaker,
+            chat,
             live,
             hub,
             shutdown: CancellationToken::new(),
@@ -331,6 +345,9 @@ impl NodeBuilder {
             Duration::from_millis(shared.config.transport.auth.revocation_poll_ms),
             shared.shutdown.clone(),
         ));
+        shared
+            .tasks
+            .spawn(shared.chat.clone().run(shared.shutdown.clone()));
         shared.tasks.spawn(crate::services::matchmaker::run_tick(
             shared.matchmaker.clone(),
             shared.shutdown.clone(),

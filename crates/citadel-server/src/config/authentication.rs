@@ -100,7 +100,7 @@ impl AuthenticationConfig {
 
 impl RateRule {
     /// Checks one rule; `key` is its dotted section (`authentication.limits.email`).
-    fn validate(&self, key: &str) -> Result<(), ConfigError> {
+    pub(crate) fn validate(&self, key: &str) -> Result<(), ConfigError> {
         if !(1..=1_000_000).contains(&self.limit) {
             return Err(invalid(&format!("{key}.limit"), "must be 1..=1000000"));
         }

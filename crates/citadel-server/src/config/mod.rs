@@ -18,7 +18,7 @@
 //! `.tls`), `rooms.rs` (`[rooms]`, `[shutdown]`), `runtime.rs`,
 //! `database.rs`, `authentication.rs`, `transform_sync.rs`. The service
 //! sections (`[notifications]`, `[friends]`, `[groups]`, `[matchmaker]`,
-//! `[party]`) live with their services. A new section: its file, one field
+//! `[party]`, `[chat]`) live with their services. A new section: its file, one field
 //! in [`Config`], one line in [`Config::validate`].
 
 use std::net::SocketAddr;
@@ -116,6 +116,8 @@ pub struct Config {
     pub matchmaker: crate::services::matchmaker::MatchmakerConfig,
     /// `[party]`: party size.
     pub party: crate::services::party::PartyConfig,
+    /// `[chat]` and `[chat.limits]`: durable chat bounds and rate limits.
+    pub chat: crate::services::chat::ChatConfig,
 }
 
 /// Short environment aliases kept from the reference implementation.
@@ -213,6 +215,7 @@ impl Config {
         self.groups.validate()?;
         self.matchmaker.validate()?;
         self.party.validate()?;
+        self.chat.validate()?;
         self.http.validate()?;
         self.transport.validate()?;
         self.logging.validate()?;

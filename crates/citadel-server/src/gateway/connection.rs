@@ -90,6 +90,8 @@ pub struct ConnectionDeps {
     pub participant_ids: Arc<ParticipantIds>,
     /// The matchmaker (presence of accounts, queued tickets on disconnect).
     pub matchmaker: Arc<crate::services::matchmaker::Matchmaker>,
+    /// Durable chat (room moves and disconnects revoke subscriptions).
+    pub chat: Option<Arc<crate::services::chat::ChatService>>,
 }
 
 /// What the transport should do after an envelope.
@@ -406,6 +408,9 @@ impl Connection {
             self.deps
                 .hub
                 .handle_place_change(live.participant_id, live.seat.place());
+            if let Some(chat) = &self.deps.chat {
+                chat.handle_place_change(live.participant_id, live.seat.place());
+            }
         }
     }
 
@@ -501,6 +506,9 @@ impl Connection {
                     .unregister(&session.session_id, live.participant_id);
             }
             self.deps.matchmaker.disconnected(live.participant_id);
+            if let Some(chat) = &self.deps.chat {
+                chat.handle_disconnect(live.participant_id);
+            }
             self.deps.realm.unregister(live.participant_id);
             self.deps.router.detach(live.participant_id);
             if let Some(rt) = &self.deps.runtime {

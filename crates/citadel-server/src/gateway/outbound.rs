@@ -125,6 +125,35 @@ impl Outbound {
         true
     }
 
+    /// Offers a framed envelope to the reliable lane without risking the
+    /// connection: it is queued only while the lane holds less than half
+    /// its envelope and byte capacity (the rest stays free for replies and
+    /// other reliable traffic); otherwise it is dropped, counted as
+    /// `reliable_offer_dropped`, and false is returned.
+    pub fn offer_reliable(&self, frame: Bytes) -> bool {
+        let mut st = self.lock();
+        if st.close.is_some() {
+            drop(st);
+            self.shared.metrics.dropped(DropReason::ConnectionClosed);
+            return false;
+        }
+        let limits = &self.shared.limits;
+        if st.reliable.len() >= limits.reliable_capacity / 2
+            || st.bytes + frame.len() > limits.max_bytes / 2
+        {
+            drop(st);
+            self.shared
+                .metrics
+                .dropped(DropReason::ReliableOfferDropped);
+            return false;
+        }
+        st.bytes += frame.len();
+        st.reliable.push_back(frame);
+        drop(st);
+        self.shared.wake.notify_one();
+        true
+    }
+
     /// Encodes and queues an envelope on the reliable lane.
     pub fn send_envelope(&self, envelope: &Envelope) -> bool {
         self.send_reliable(envelope.encode_framed())
@@ -367,6 +396,20 @@ mod tests {
         let batch = out.next_batch(1024).await;
         assert_eq!(batch.count, 0);
         assert_eq!(batch.close, Some(CloseReason::SlowConsumer));
+    }
+
+    #[tokio::test]
+    async fn offers_stop_at_half_the_lane_and_never_close() {
+        let (out, metrics) = lanes(4, 2, 1 << 20);
+        assert!(out.offer_reliable(Bytes::from_static(b"a")));
+        assert!(out.offer_reliable(Bytes::from_static(b"b")));
+        assert!(!out.offer_reliable(Bytes::from_static(b"c")));
+        assert_eq!(metrics.drops(DropReason::ReliableOfferDropped), 1);
+        assert_eq!(out.close_reason(), None);
+        assert!(out.send_reliable(Bytes::from_static(b"reply")));
+        let batch = out.next_batch(1024).await;
+        assert_eq!(&batch.frames[..], b"abreply");
+        assert!(out.offer_reliable(Bytes::from_static(b"d")));
     }
 
     #[tokio::test]

@@ -50,6 +50,11 @@ pub enum Lane {
     Reliable,
     /// A later frame supersedes it; a full lane drops the oldest.
     Unreliable,
+    /// Reliable and in order, but offered: past half of the reliable lane
+    /// the frame is dropped (reported as not queued, and counted) and the
+    /// connection stays open. For producers that can recover a drop
+    /// themselves (chat: `resync_required` and history).
+    Offered,
 }
 
 /// Whom a connection belongs to, as delivery sees it.
@@ -102,6 +107,7 @@ pub fn push(outbound: &Outbound, lane: Lane, frame: Bytes) -> bool {
     match lane {
         Lane::Reliable => outbound.send_reliable(frame),
         Lane::Unreliable => outbound.send_unreliable(frame),
+        Lane::Offered => outbound.offer_reliable(frame),
     }
 }
 

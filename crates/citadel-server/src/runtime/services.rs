@@ -1,6 +1,7 @@
 //! Host functions that reach the player services from a script:
 //! `citadel.notifications_send`, `notifications_list`,
-//! `notifications_mark_read` and `groups_call` (runtime-and-config.md §3).
+//! `notifications_mark_read`, `groups_call` and `chat_call`
+//! (runtime-and-config.md §3).
 //!
 //! What it is: a synchronous bridge. The VM thread hands the service call
 //! to the node's async runtime and waits for its answer, at most until the
@@ -28,6 +29,8 @@ pub struct HostServices {
     pub notifications: Arc<NotificationService>,
     /// Groups (trusted operations).
     pub groups: Arc<GroupService>,
+    /// Durable chat (trusted operations).
+    pub chat: Arc<crate::services::chat::ChatService>,
     /// The node's async runtime.
     pub handle: tokio::runtime::Handle,
 }
@@ -161,18 +164,43 @@ pub fn install(lua: &Lua, citadel: &Table) -> mlua::Result<()> {
                         .trusted(&actor, &operation, payload.unwrap_or_default().as_bytes())
                         .await)
                 })?;
-                match reply {
-                    Ok(value) => Ok((Some(value.to_string()), None)),
-                    Err(err) => {
-                        if let crate::rpc::RpcError::Internal(detail) = &err {
-                            tracing::warn!(error = %detail, "groups_call failed");
-                        }
-                        let text = String::from_utf8_lossy(&err.client_message()).into_owned();
-                        Ok((None, Some(text)))
-                    }
-                }
+                answer(reply, "groups_call")
+            },
+        )?,
+    )?;
+    // The same answer convention; room targets are refused (a script has
+    // no gateway room), and no subscription is needed.
+    citadel.set(
+        "chat_call",
+        lua.create_function(
+            |lua, (actor, operation, payload): (String, String, Option<String>)| {
+                let reply = run(lua, |host| async move {
+                    Ok(host
+                        .chat
+                        .trusted(&actor, &operation, payload.unwrap_or_default().as_bytes())
+                        .await
+                        .map_err(crate::services::chat::ChatError::into_rpc))
+                })?;
+                answer(reply, "chat_call")
             },
         )?,
     )?;
     Ok(())
+}
+
+/// A service answer as Lua sees it: `(json, nil)` or `(nil, message)`.
+fn answer(
+    reply: Result<serde_json::Value, crate::rpc::RpcError>,
+    what: &str,
+) -> mlua::Result<(Option<String>, Option<String>)> {
+    match reply {
+        Ok(value) => Ok((Some(value.to_string()), None)),
+        Err(err) => {
+            if let crate::rpc::RpcError::Internal(detail) = &err {
+                tracing::warn!(error = %detail, call = what, "service call failed");
+            }
+            let text = String::from_utf8_lossy(&err.client_message()).into_owned();
+            Ok((None, Some(text)))
+        }
+    }
 }

@@ -1,5 +1,5 @@
 //! Durable storage: one async trait per domain (accounts, sessions, rate
-//! limits, notification inboxes, the friend graph) and one implementation over sqlx that runs on an embedded SQLite
+//! limits, notification inboxes, the friend graph, durable chat) and one implementation over sqlx that runs on an embedded SQLite
 //! file (default) or PostgreSQL (selected by a `postgres://` URL).
 //!
 //! What it is not: no business rules (validation, token minting, policy) —
@@ -8,11 +8,16 @@
 //! portable SQL (`$n` placeholders in ascending order, which SQLite also
 //! accepts) and run on whichever pool is configured.
 
+pub mod chat;
 pub mod friends;
 pub mod groups;
 pub mod notifications;
 mod sql;
 
+pub use chat::{
+    AuditRecord, ChannelRecord, ChatChange, ChatCommit, ChatStore, Committed, EventType,
+    HistoryPage, MessageRecord, ModerationAudit,
+};
 pub use friends::{AddOutcome, FriendRecord, FriendState, FriendStore};
 pub use groups::{
     GroupOutcome, GroupRecord, GroupStore, GroupUpdate, MemberRecord, Standing, StandingChange,
@@ -257,7 +262,13 @@ pub trait RateLimitStore: Send + Sync {
 
 /// Everything the services need from storage.
 pub trait Store:
-    AccountStore + SessionStore + RateLimitStore + NotificationStore + FriendStore + GroupStore
+    AccountStore
+    + SessionStore
+    + RateLimitStore
+    + NotificationStore
+    + FriendStore
+    + GroupStore
+    + ChatStore
 {
     /// `sqlite` or `postgres` (for `/status`; never the URL).
     fn backend(&self) -> &'static str;

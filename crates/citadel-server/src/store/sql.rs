@@ -63,6 +63,7 @@ macro_rules! with_read_pool {
 }
 
 // After the macro: the per-domain files use it.
+mod chat;
 mod friends;
 mod groups;
 mod notifications;

@@ -95,6 +95,7 @@ pub(crate) fn deps_with(router: Arc<dyn Router>) -> Arc<ConnectionDeps> {
         Arc::new(crate::services::party::Parties::default()),
     ));
     Arc::new(ConnectionDeps {
+        chat: None,
         auth: AuthConfig::default(),
         limits: LimitsConfig::default(),
         metrics,

@@ -1,0 +1,447 @@
+//! [`ChatStore`] over SQLite and PostgreSQL: the same statements on both.
+//! A commit is one transaction that first bumps the channel's event counter
+//! (which also serialises the channel's writers on PostgreSQL), then writes
+//! the message (and the replaced revision), the event log row, the bounded
+//! outbox row and, for moderation, the audit row.
+
+use super::{Pool, SqlStore};
+use crate::store::StoreResult;
+use crate::store::chat::{
+    AuditRecord, ChannelRecord, ChatChange, ChatCommit, ChatStore, Committed, EventType,
+    HistoryPage, MessageRecord,
+};
+use crate::util::BoxFuture;
+
+type Row = (i64, String, String, i64, i64, i64, i64, bool);
+
+const COLUMNS: &str =
+    "message_id, sender, content, created_at, updated_at, revision, last_event_id, deleted";
+
+fn record(r: Row) -> MessageRecord {
+    let u = |v: i64| u64::try_from(v).unwrap_or(0);
+    MessageRecord {
+        message_id: u(r.0),
+        sender: r.1,
+        content: r.2,
+        created_at: u(r.3),
+        updated_at: u(r.4),
+        revision: u(r.5),
+        last_event_id: u(r.6),
+        deleted: r.7,
+    }
+}
+
+fn i(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// What a commit needs besides the counter: the message row to write, the
+/// content it replaces (for the revision history) and the event type.
+struct Plan {
+    message: MessageRecord,
+    replaced: Option<String>,
+    event: EventType,
+}
+
+/// Why a plan cannot apply (mapped to [`Committed`]).
+#[derive(Debug, Clone, Copy)]
+enum Refused {
+    Missing,
+    Stale,
+}
+
+/// Decides the new message state from the stored one; `Err` is the refusal.
+fn plan(
+    change: &ChatChange,
+    event_id: u64,
+    now: u64,
+    stored: Option<MessageRecord>,
+) -> Result<Plan, Refused> {
+    match change {
+        ChatChange::Create { sender, content } => Ok(Plan {
+            message: MessageRecord {
+                message_id: event_id,
+                sender: sender.clone(),
+                content: content.clone(),
+                created_at: now,
+                updated_at: now,
+                revision: 1,
+                last_event_id: event_id,
+                deleted: false,
+            },
+            replaced: None,
+            event: EventType::Create,
+        }),
+        ChatChange::Edit {
+            expected_revision,
+            content,
+            ..
+        } => revise(stored, *expected_revision, event_id, now, content, false),
+        ChatChange::Tombstone {
+            expected_revision, ..
+        } => revise(stored, *expected_revision, event_id, now, "", true),
+    }
+}
+
+/// An edit (`deleted` false) or a tombstone of the stored message.
+fn revise(
+    stored: Option<MessageRecord>,
+    expected_revision: u64,
+    event_id: u64,
+    now: u64,
+    content: &str,
+    deleted: bool,
+) -> Result<Plan, Refused> {
+    let old = stored.ok_or(Refused::Missing)?;
+    if old.deleted || old.revision != expected_revision {
+        return Err(Refused::Stale);
+    }
+    Ok(Plan {
+        replaced: Some(old.content.clone()),
+        message: MessageRecord {
+            content: content.to_owned(),
+            updated_at: now.max(old.created_at),
+            revision: old.revision + 1,
+            last_event_id: event_id,
+            deleted,
+            ..old
+        },
+        event: if deleted {
+            EventType::Remove
+        } else {
+            EventType::Update
+        },
+    })
+}
+
+fn target_of(change: &ChatChange) -> Option<u64> {
+    match change {
+        ChatChange::Create { .. } => None,
+        ChatChange::Edit { message_id, .. } | ChatChange::Tombstone { message_id, .. } => {
+            Some(*message_id)
+        }
+    }
+}
+
+/// The one commit transaction (see the module doc).
+async fn commit(pool: &Pool, c: &ChatCommit) -> StoreResult<Committed> {
+    let select =
+        format!("SELECT {COLUMNS} FROM chat_messages WHERE channel_id = $1 AND message_id = $2");
+    let target = target_of(&c.change);
+    let audit = match &c.change {
+        ChatChange::Tombstone { audit, .. } => audit.clone(),
+        _ => None,
+    };
+    let done = with_pool!(pool, p => {
+        let mut tx = p.begin().await?;
+        let bumped: Option<(i64,)> = sqlx::query_as(
+            "UPDATE chat_channels SET last_event_id = last_event_id + 1 \
+             WHERE channel_id = $1 RETURNING last_event_id",
+        )
+        .bind(&c.channel_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((event_id,)) = bumped else {
+            tx.rollback().await?;
+            return Ok(Committed::Missing);
+        };
+        let event_id = u64::try_from(event_id).unwrap_or(0);
+        let stored: Option<Row> = match target {
+            Some(id) => {
+                sqlx::query_as(sqlx::AssertSqlSafe(select.clone()))
+                    .bind(&c.channel_id)
+                    .bind(i(id))
+                    .fetch_optional(&mut *tx)
+                    .await?
+            }
+            None => None,
+        };
+        let plan = match plan(&c.change, event_id, c.now, stored.map(record)) {
+            Ok(plan) => plan,
+            Err(refused) => {
+                tx.rollback().await?;
+                return Ok(match refused {
+                    Refused::Missing => Committed::Missing,
+                    Refused::Stale => Committed::Stale,
+                });
+            }
+        };
+        let m = &plan.message;
+        let payload = (c.encode)(&c.channel_id, plan.event, event_id, m);
+        match &plan.replaced {
+            Some(old) => {
+                sqlx::query(
+                    "INSERT INTO chat_revisions (channel_id, message_id, revision, content, replaced_at) \
+                     VALUES ($1, $2, $3, $4, $5)",
+                )
+                .bind(&c.channel_id)
+                .bind(i(m.message_id))
+                .bind(i(m.revision - 1))
+                .bind(old)
+                .bind(i(c.now))
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query(
+                    "UPDATE chat_messages SET content = $1, updated_at = $2, revision = $3, \
+                     last_event_id = $4, deleted = $5 WHERE channel_id = $6 AND message_id = $7",
+                )
+                .bind(&m.content)
+                .bind(i(m.updated_at))
+                .bind(i(m.revision))
+                .bind(i(m.last_event_id))
+                .bind(m.deleted)
+                .bind(&c.channel_id)
+                .bind(i(m.message_id))
+                .execute(&mut *tx)
+                .await?;
+            }
+            None => {
+                sqlx::query(
+                    "INSERT INTO chat_messages (channel_id, message_id, sender, content, created_at, \
+                     updated_at, revision, last_event_id, deleted) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                )
+                .bind(&c.channel_id)
+                .bind(i(m.message_id))
+                .bind(&m.sender)
+                .bind(&m.content)
+                .bind(i(m.created_at))
+                .bind(i(m.updated_at))
+                .bind(i(m.revision))
+                .bind(i(m.last_event_id))
+                .bind(m.deleted)
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
+        sqlx::query(
+            "INSERT INTO chat_events (channel_id, event_id, event_type, message_id, payload, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(&c.channel_id)
+        .bind(i(event_id))
+        .bind(plan.event.as_str())
+        .bind(i(m.message_id))
+        .bind(&payload)
+        .bind(i(c.now))
+        .execute(&mut *tx)
+        .await?;
+        let queued = sqlx::query(
+            "INSERT INTO chat_outbox (channel_id, event_id, payload, expires_at) \
+             SELECT $1, $2, $3, $4 WHERE (SELECT COUNT(*) FROM chat_outbox) < $5",
+        )
+        .bind(&c.channel_id)
+        .bind(i(event_id))
+        .bind(&payload)
+        .bind(i(c.outbox_expires_at))
+        .bind(i64::from(c.max_outbox_rows))
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if queued == 0 {
+            tx.rollback().await?;
+            return Ok(Committed::OutboxFull);
+        }
+        if let Some(a) = &audit {
+            sqlx::query(
+                "INSERT INTO chat_moderation (channel_id, message_id, actor_id, actor_role, author_id, \
+                 content_sha256, event_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            )
+            .bind(&c.channel_id)
+            .bind(i(m.message_id))
+            .bind(&a.actor_id)
+            .bind(&a.actor_role)
+            .bind(&m.sender)
+            .bind(&a.content_sha256)
+            .bind(i(event_id))
+            .bind(i(c.now))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Committed::Done {
+            event_id,
+            message: plan.message,
+            payload,
+        }
+    });
+    Ok(done)
+}
+
+fn channel(row: (String, String, String, String)) -> ChannelRecord {
+    ChannelRecord {
+        channel_id: row.0,
+        kind: row.1,
+        target_a: row.2,
+        target_b: row.3,
+    }
+}
+
+impl ChatStore for SqlStore {
+    fn chat_open_channel(&self, ch: ChannelRecord, now: u64) -> BoxFuture<StoreResult<u64>> {
+        let pool = self.pool.clone();
+        Box::pin(async move {
+            let read = "SELECT last_event_id FROM chat_channels WHERE channel_id = $1";
+            let found: Option<(i64,)> = with_read_pool!(&pool, p => sqlx::query_as(read)
+                .bind(&ch.channel_id)
+                .fetch_optional(p)
+                .await)?;
+            if let Some((last,)) = found {
+                return Ok(u64::try_from(last).unwrap_or(0));
+            }
+            with_pool!(&pool, p => sqlx::query(
+                    "INSERT INTO chat_channels (channel_id, kind, target_a, target_b, last_event_id, created_at) \
+                     VALUES ($1, $2, $3, $4, 0, $5) ON CONFLICT (channel_id) DO NOTHING",
+                )
+                .bind(&ch.channel_id)
+                .bind(&ch.kind)
+                .bind(&ch.target_a)
+                .bind(&ch.target_b)
+                .bind(i(now))
+                .execute(p)
+                .await
+                .map(|_| ()))?;
+            let (last,): (i64,) = with_pool!(&pool, p => sqlx::query_as(read)
+                .bind(&ch.channel_id)
+                .fetch_one(p)
+                .await)?;
+            Ok(u64::try_from(last).unwrap_or(0))
+        })
+    }
+
+    fn chat_channel(&self, channel_id: &str) -> BoxFuture<StoreResult<Option<ChannelRecord>>> {
+        let pool = self.pool.clone();
+        let channel_id = channel_id.to_owned();
+        Box::pin(async move {
+            let row: Option<(String, String, String, String)> = with_read_pool!(&pool, p => sqlx::query_as(
+                    "SELECT channel_id, kind, target_a, target_b FROM chat_channels WHERE channel_id = $1",
+                )
+                .bind(&channel_id)
+                .fetch_optional(p)
+                .await)?;
+            Ok(row.map(channel))
+        })
+    }
+
+    fn chat_commit(&self, commit_: ChatCommit) -> BoxFuture<StoreResult<Committed>> {
+        let pool = self.pool.clone();
+        Box::pin(async move { commit(&pool, &commit_).await })
+    }
+
+    fn chat_message(
+        &self,
+        channel_id: &str,
+        message_id: u64,
+    ) -> BoxFuture<StoreResult<Option<MessageRecord>>> {
+        let pool = self.pool.clone();
+        let channel_id = channel_id.to_owned();
+        Box::pin(async move {
+            let sql = format!(
+                "SELECT {COLUMNS} FROM chat_messages WHERE channel_id = $1 AND message_id = $2"
+            );
+            let row: Option<Row> = with_read_pool!(&pool, p => sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
+                .bind(&channel_id)
+                .bind(i(message_id))
+                .fetch_optional(p)
+                .await)?;
+            Ok(row.map(record))
+        })
+    }
+
+    fn chat_history(
+        &self,
+        channel_id: &str,
+        before: Option<u64>,
+        limit: u32,
+    ) -> BoxFuture<StoreResult<HistoryPage>> {
+        let pool = self.pool.clone();
+        let channel_id = channel_id.to_owned();
+        Box::pin(async move {
+            // The watermark first: every event up to it is reflected in the
+            // messages read after it.
+            let watermark: Option<(i64,)> = with_read_pool!(&pool, p => sqlx::query_as(
+                    "SELECT last_event_id FROM chat_channels WHERE channel_id = $1",
+                )
+                .bind(&channel_id)
+                .fetch_optional(p)
+                .await)?;
+            let sql = format!(
+                "SELECT {COLUMNS} FROM chat_messages WHERE channel_id = $1 AND message_id < $2 \
+                 ORDER BY message_id DESC LIMIT $3"
+            );
+            let rows: Vec<Row> = with_read_pool!(&pool, p => sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
+                .bind(&channel_id)
+                .bind(before.map_or(i64::MAX, i))
+                .bind(i64::from(limit))
+                .fetch_all(p)
+                .await)?;
+            Ok(HistoryPage {
+                watermark: watermark.map_or(0, |w| u64::try_from(w.0).unwrap_or(0)),
+                items: rows.into_iter().map(record).collect(),
+            })
+        })
+    }
+
+    fn chat_ack_outbox(&self, rows: Vec<(String, u64)>) -> BoxFuture<StoreResult<u64>> {
+        let pool = self.pool.clone();
+        Box::pin(async move {
+            let mut done = 0;
+            for chunk in rows.chunks(200) {
+                let pairs: Vec<String> = (0..chunk.len())
+                    .map(|k| {
+                        format!(
+                            "(channel_id = ${} AND event_id = ${})",
+                            2 * k + 1,
+                            2 * k + 2
+                        )
+                    })
+                    .collect();
+                let sql = format!("DELETE FROM chat_outbox WHERE {}", pairs.join(" OR "));
+                done += with_pool!(&pool, p => {
+                    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone()));
+                    for (channel_id, event_id) in chunk {
+                        q = q.bind(channel_id).bind(i(*event_id));
+                    }
+                    q.execute(p).await.map(|r| r.rows_affected())
+                })?;
+            }
+            Ok(done)
+        })
+    }
+
+    fn chat_expire_outbox(&self, now: u64) -> BoxFuture<StoreResult<u64>> {
+        let pool = self.pool.clone();
+        Box::pin(async move {
+            Ok(
+                with_pool!(&pool, p => sqlx::query("DELETE FROM chat_outbox WHERE expires_at < $1")
+                .bind(i(now))
+                .execute(p)
+                .await
+                .map(|r| r.rows_affected()))?,
+            )
+        })
+    }
+
+    fn chat_audit(&self, channel_id: &str) -> BoxFuture<StoreResult<Vec<AuditRecord>>> {
+        let pool = self.pool.clone();
+        let channel_id = channel_id.to_owned();
+        Box::pin(async move {
+            let rows: Vec<(i64, String, String, String, String)> = with_read_pool!(&pool, p => sqlx::query_as(
+                    "SELECT message_id, actor_id, actor_role, author_id, content_sha256 \
+                     FROM chat_moderation WHERE channel_id = $1 ORDER BY audit_id",
+                )
+                .bind(&channel_id)
+                .fetch_all(p)
+                .await)?;
+            Ok(rows
+                .into_iter()
+                .map(|r| AuditRecord {
+                    message_id: u64::try_from(r.0).unwrap_or(0),
+                    actor_id: r.1,
+                    actor_role: r.2,
+                    author_id: r.3,
+                    content_sha256: r.4,
+                })
+                .collect())
+        })
+    }
+}
