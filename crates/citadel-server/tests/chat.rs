@@ -473,6 +473,21 @@ async fn direct_and_group_rules(url: &str, tag: &str) {
         "scripts are re-authorised too"
     );
 
+    // An unfriend revokes too (b lifts the block, both befriend again).
+    b.rpc("friends.remove", json!({"other": a.id}))
+        .await
+        .unwrap();
+    a.rpc("friends.add", json!({"other": b.id})).await.unwrap();
+    b.rpc("friends.add", json!({"other": a.id})).await.unwrap();
+    assert_eq!(
+        a.rpc("chat.join", direct(&b.id)).await.unwrap()["channel_id"],
+        dm.as_str()
+    );
+    a.rpc("friends.remove", json!({"other": b.id}))
+        .await
+        .unwrap();
+    assert_eq!(a.until("access.revoked").await["channel_id"], dm.as_str());
+
     // Groups: current membership; moderation by role.
     let mut owner = player(&node, &format!("go-{tag}")).await;
     let mut adm = player(&node, &format!("ga-{tag}")).await;
@@ -700,6 +715,101 @@ async fn limits_and_windows(url: &str, tag: &str) {
     one.wait().await;
     two.shutdown();
     two.wait().await;
+}
+
+/// Every `[chat.limits]` rule trips (all at 1 per minute, join at 2), and
+/// the subscription bound.
+async fn each_rule_trips(url: &str, tag: &str) {
+    let node = start_on(url, |c| {
+        let l = &mut c.chat.limits;
+        for rule in [
+            &mut l.join,
+            &mut l.history,
+            &mut l.send_user,
+            &mut l.send_user_channel,
+            &mut l.send_channel,
+            &mut l.typing_user,
+            &mut l.typing_user_channel,
+            &mut l.mutation_user,
+            &mut l.mutation_user_channel,
+            &mut l.moderation_operator,
+            &mut l.moderation_channel,
+        ] {
+            rule.limit = 1;
+            rule.window_ms = 60_000;
+        }
+        l.join.limit = 2;
+        c.chat.max_subscriptions_per_connection = 1;
+    })
+    .await;
+    let mut o = player(&node, &format!("ro-{tag}")).await;
+    let mut m = player(&node, &format!("rm-{tag}")).await;
+    let g = o
+        .rpc("groups.create", json!({"name": format!("Rules {tag}")}))
+        .await
+        .unwrap()["group_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    o.rpc("groups.add_member", json!({"group_id": g, "user_id": m.id}))
+        .await
+        .unwrap();
+    join(&mut o.client, "rules").await;
+    let target = json!({"target": {"kind": "group", "group_id": g}});
+    let ch = o.rpc("chat.join", target.clone()).await.unwrap()["channel_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    m.rpc("chat.join", target).await.unwrap();
+    let limited = || Err::<serde_json::Value, String>("CHAT_RATE_LIMITED".into());
+    assert_eq!(
+        o.rpc("chat.join", json!({"target": ROOM()})).await,
+        Err("CHAT_SUBSCRIPTION_LIMIT".into())
+    );
+    assert_eq!(
+        o.rpc("chat.join", json!({"target": ROOM()})).await,
+        limited(),
+        "join"
+    );
+    let history = json!({"channel_id": ch});
+    o.rpc("chat.history", history.clone()).await.unwrap();
+    assert_eq!(o.rpc("chat.history", history).await, limited(), "history");
+    let typing = json!({"channel_id": ch, "typing": true});
+    o.rpc("chat.typing", typing.clone()).await.unwrap();
+    assert_eq!(o.rpc("chat.typing", typing).await, limited(), "typing");
+    let send = json!({"channel_id": ch, "content": "one"});
+    let id = m.rpc("chat.send", send.clone()).await.unwrap()["message"]["id"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(
+        m.rpc("chat.send", send.clone()).await,
+        limited(),
+        "send_user"
+    );
+    assert_eq!(o.rpc("chat.send", send).await, limited(), "send_channel");
+    let one = json!({"channel_id": ch, "message_id": id});
+    m.rpc(
+        "chat.edit",
+        json!({"channel_id": ch, "message_id": id, "content": "1"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        m.rpc("chat.delete", one.clone()).await,
+        limited(),
+        "mutation"
+    );
+    o.rpc("chat.moderate", one.clone()).await.unwrap();
+    assert_eq!(o.rpc("chat.moderate", one).await, limited(), "moderation");
+    node.shutdown();
+    node.wait().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_rule_trips_on_every_backend() {
+    for backend in backends::all().await {
+        each_rule_trips(&backend.url, backend.name).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
