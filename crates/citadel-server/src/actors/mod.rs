@@ -82,6 +82,8 @@ fn actor_config(config: &TransformSyncConfig) -> Result<ActorConfig, ConfigError
         predicted_archetypes: config.predicted_authoritative_archetypes.clone(),
         input_max_speed: config.input_max_speed,
         input_max_dt: config.input_max_dt,
+        rewind_history_ticks: 0,
+        rewind: citadel_netcode::rewind::RewindParams::default(),
     })
 }
 
@@ -197,6 +199,22 @@ impl TransformHub {
                 self.metrics.drop_n(drop, frames as u64);
             }
         }
+    }
+
+    /// The transport measured the participant's round trip: its shots
+    /// rewind by it (ignored until it opted in with HELLO).
+    pub fn handle_round_trip(&self, participant_id: u64, rtt: std::time::Duration) {
+        if !self.enabled {
+            return;
+        }
+        let rtt_ms = rtt.as_secs_f32() * 1_000.0;
+        self.drive(|core, now| core.handle_lag(participant_id, rtt_ms, now));
+    }
+
+    /// The lag profile fire resolution uses for the participant (tests,
+    /// status).
+    pub fn lag_of(&self, participant_id: u64) -> citadel_netcode::rewind::LagProfile {
+        self.drive(|core, _| core.lag_of(participant_id))
     }
 
     /// Kind 16: spawn (or refresh) the sender's avatar in its place.
