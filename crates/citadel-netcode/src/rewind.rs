@@ -98,16 +98,46 @@ impl RewindParams {
     /// `[current − max_unlag, current]` when the round trip is within the
     /// cutoff, else `current`. A non-finite profile counts as no lag.
     pub fn rewind_tick(&self, current: u64, lag: &LagProfile) -> f64 {
+        self.rewind(current, lag).tick
+    }
+
+    /// [`Self::rewind_tick`] and whether a bound applied.
+    pub fn rewind(&self, current: u64, lag: &LagProfile) -> Rewound {
         let now = current as f64;
         let within = lag.rtt_ms.is_finite() && lag.rtt_ms <= self.rtt_cutoff_ms;
         if !within {
-            return now;
+            return Rewound {
+                tick: now,
+                bound: Some(RewindBound::OverCutoff),
+            };
         }
         let back = f64::from(lag.transit_ticks) + f64::from(lag.interp_delay_ticks);
         let back = if back.is_finite() { back.max(0.0) } else { 0.0 };
         let oldest = (now - f64::from(self.max_unlag)).max(0.0);
-        (now - back).clamp(oldest, now)
+        let wanted = now - back;
+        Rewound {
+            tick: wanted.clamp(oldest, now),
+            bound: (wanted < oldest).then_some(RewindBound::MaxUnlag),
+        }
     }
+}
+
+/// Which bound limited a rewind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RewindBound {
+    /// The round trip is over the cutoff: no compensation.
+    OverCutoff,
+    /// The lag asked for more than `max_unlag` ticks (or before tick 0).
+    MaxUnlag,
+}
+
+/// A rewind decision.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rewound {
+    /// The (fractional) tick to test against.
+    pub tick: f64,
+    /// The bound that limited it, if any.
+    pub bound: Option<RewindBound>,
 }
 
 /// The wire's `rewind_tick`: `max(0, round(rewind))`, wrapped to `u32`.

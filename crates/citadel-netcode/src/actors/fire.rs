@@ -25,7 +25,14 @@
 use citadel_wire::tsync::{FireCommand, Rewind};
 
 use super::{ActorServer, Message, OwnerRefusal, PlaceKey, Refusal, Tick, Tracked, WorldKey};
-use crate::rewind::{self, History, Hit, LagProfile};
+use crate::rewind::{self, History, Hit, LagProfile, RewindBound};
+
+/// What resolving one fire command did (for the driver's counters).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct FireOutcome {
+    pub(super) hit: bool,
+    pub(super) bound: Option<RewindBound>,
+}
 
 /// The answer of [`ActorServer::rewind_query`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -146,11 +153,9 @@ impl<P: PlaceKey> ActorServer<P> {
         world: WorldKey<P>,
         input_seq: u32,
         fire: FireCommand,
-    ) {
-        let tick = self
-            .config
-            .rewind
-            .rewind_tick(self.now.0, &self.lag_of(shooter));
+    ) -> FireOutcome {
+        let rewound = self.config.rewind.rewind(self.now.0, &self.lag_of(shooter));
+        let tick = rewound.tick;
         let hit = self.cast(world, object_id, &fire, tick);
         let answer = Rewind {
             input_seq,
@@ -160,6 +165,10 @@ impl<P: PlaceKey> ActorServer<P> {
             rewind_tick: rewind::wire_tick(tick),
         };
         self.emit(shooter, Message::Rewind(answer));
+        FireOutcome {
+            hit: hit.is_some(),
+            bound: rewound.bound,
+        }
     }
 
     /// Game logic's read-only ray test as `participant_id` would shoot:

@@ -20,6 +20,7 @@ use super::{
     StateRefusal, Tick, WorldKey,
 };
 use crate::input::{InputParams, InputQueue};
+use crate::rewind::RewindBound;
 use crate::sender::SnapshotSender;
 use crate::world::{Motion, Object, World};
 
@@ -36,6 +37,14 @@ pub struct InputOutcome {
     pub applied: usize,
     /// Frames not applied: the sum of [`InputOutcome::refused`].
     pub unserved: usize,
+    /// Fire commands resolved (each answered with kind 12).
+    pub fired: usize,
+    /// Of those, hits.
+    pub hits: usize,
+    /// Fire commands whose rewind `max_unlag` clamped.
+    pub unlag_clamped: usize,
+    /// Fire commands resolved without compensation (RTT over the cutoff).
+    pub uncompensated: usize,
     refused: [usize; InputRefusal::ALL.len()],
 }
 
@@ -139,7 +148,7 @@ impl<P: PlaceKey> ActorServer<P> {
             }
         }
         if let Some(object_id) = owned {
-            outcome.applied = self.release_input(participant_id, object_id);
+            self.release_input(participant_id, object_id, &mut outcome);
         }
         outcome
     }
@@ -184,18 +193,18 @@ impl<P: PlaceKey> ActorServer<P> {
 
     /// Integrates every frame the queue of `object_id` releases into the
     /// object, publishes its watermark and resolves the fire commands of
-    /// the released frames in order (§3.7 steps 6-9); returns how many
-    /// frames were applied.
-    fn release_input(&mut self, participant_id: u64, object_id: u32) -> usize {
+    /// the released frames in order (§3.7 steps 6-9), counting both in
+    /// `outcome`.
+    fn release_input(&mut self, participant_id: u64, object_id: u32, outcome: &mut InputOutcome) {
         let ActorServer { inputs, worlds, .. } = self;
         let Some(owned) = inputs.get_mut(&object_id) else {
-            return 0;
+            return;
         };
         let Some(object) = worlds
             .get_mut(&owned.world)
             .and_then(|w| w.get_mut(object_id))
         else {
-            return 0;
+            return;
         };
         let t = &mut object.transform;
         let mut applied = 0;
@@ -208,10 +217,17 @@ impl<P: PlaceKey> ActorServer<P> {
         }
         object.last_input_seq = owned.queue.last_input_seq();
         let world = owned.world;
+        outcome.applied = applied;
         for (input_seq, fire) in fires {
-            self.resolve_fire(participant_id, object_id, world, input_seq, fire);
+            let fired = self.resolve_fire(participant_id, object_id, world, input_seq, fire);
+            outcome.fired += 1;
+            outcome.hits += usize::from(fired.hit);
+            match fired.bound {
+                Some(RewindBound::MaxUnlag) => outcome.unlag_clamped += 1,
+                Some(RewindBound::OverCutoff) => outcome.uncompensated += 1,
+                None => {}
+            }
         }
-        applied
     }
 
     /// Kind 16: spawns (or refreshes) the sender's avatar in its place and

@@ -5,7 +5,9 @@
 //! misses; a rewind past `max_unlag` clamps; a round trip over the cutoff
 //! is not compensated. The client's `sim_tick` never matters.
 
-use citadel_netcode::actors::{ActorConfig, NpcSpawn, OwnerRefusal, Patrol, Refusal, WorldKey};
+use citadel_netcode::actors::{
+    ActorConfig, InputOutcome, NpcSpawn, OwnerRefusal, Patrol, Refusal, WorldKey,
+};
 use citadel_netcode::rewind::{LagProfile, RewindParams};
 use citadel_wire::tsync::{FireCommand, INPUT_FLAG_FIRE, InputBundle, InputFrame, Rewind};
 
@@ -26,6 +28,8 @@ struct Range {
     /// What the shooter's snapshots showed of the target: (server tick of
     /// the snapshot, position), in arrival order.
     seen: Vec<(u32, [f32; 3])>,
+    /// What the server reported for the last shot's bundle.
+    last: InputOutcome,
 }
 
 fn range(config: ActorConfig, lag: LagProfile) -> Range {
@@ -51,6 +55,7 @@ fn range(config: ActorConfig, lag: LagProfile) -> Range {
         shooter,
         target,
         seen: Vec::new(),
+        last: InputOutcome::default(),
     };
     range.run(120);
     range
@@ -130,7 +135,8 @@ impl Range {
         };
         let at_tick = self.stage.now.0;
         let outcome = self.stage.apply(|s, now| s.handle_input(1, &bundle, now));
-        assert_eq!(outcome.applied, 1);
+        assert_eq!((outcome.applied, outcome.fired), (1, 1));
+        self.last = outcome;
         self.run(ONE_WAY_TICKS + 1);
         let answers = self.stage.peer(1).rewinds();
         let answer = *answers
@@ -157,6 +163,10 @@ fn a_shot_at_what_the_shooter_saw_hits_and_one_at_the_current_server_position_mi
 
     let (hit, fired_at) = r.shoot(1, seen);
     assert!(hit.is_hit(), "aimed where it saw the target: {hit:?}");
+    assert_eq!(
+        (r.last.hits, r.last.unlag_clamped, r.last.uncompensated),
+        (1, 0, 0)
+    );
     assert_eq!(hit.object_id, r.target);
     assert_eq!(
         u64::from(hit.rewind_tick),
@@ -199,6 +209,7 @@ fn a_rewind_past_max_unlag_clamps_and_a_slow_link_is_not_compensated() {
         fired_at - 4,
         "18 ticks of lag clamp to max_unlag = 4"
     );
+    assert_eq!((r.last.unlag_clamped, r.last.hits), (1, 0));
     assert!(
         !shot.is_hit(),
         "the clamped rewind no longer reaches what a 300 ms old view showed"
@@ -216,6 +227,7 @@ fn a_rewind_past_max_unlag_clamps_and_a_slow_link_is_not_compensated() {
     let ahead = [now[0] + SPEED * ONE_WAY_TICKS as f32 / 60.0, now[1], now[2]];
     let (shot, fired_at) = r.shoot(1, ahead);
     assert_eq!(u64::from(shot.rewind_tick), fired_at);
+    assert_eq!(r.last.uncompensated, 1);
     assert!(
         shot.is_hit(),
         "no compensation: the target's position on arrival is hit"
