@@ -10,6 +10,16 @@
 //! steady rate (relay mode). [`ActorView::render`] gives every remote
 //! actor's interpolated transform.
 //!
+//! Predicted mode (a ROLE OwnerPredicted naming this client, by Assign or
+//! Handoff): call [`ActorView::input`] once per local simulation step with
+//! the move intent and an optional fire command and send the kind-9
+//! envelope it returns (unreliably where possible). The input is applied
+//! at once ([`ActorView::predicted_position`] draws it, smoothed); every
+//! snapshot carrying the object's `last_input_seq` reconciles the
+//! prediction ([`ActorEvent::Corrected`] with the correction magnitude)
+//! and every kind-12 answer becomes [`ActorEvent::FireResult`]. The
+//! client never decides a hit.
+//!
 //! What it is not: no engine objects. It reports spawns and despawns as
 //! [`ActorEvent`]s. The server sends the owner its own spawn immediately
 //! followed by the batch of existing actors; another client's spawn can
@@ -19,14 +29,16 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use citadel_netcode::input::InputParams;
 use citadel_netcode::interp::{Interpolator, Rendered};
+use citadel_netcode::predict::{Correction, Predictor};
 use citadel_netcode::receiver::{SnapshotReceiver, ViewState};
 use citadel_wire::actor::{NaDespawn, NaPresence, NaSpawn, NaSpawnBatch, NaState, NaTransform};
 use citadel_wire::protocol::{
-    KIND_NA_DESPAWN, KIND_NA_SPAWN, KIND_NA_SPAWN_BATCH, KIND_TSYNC_HELLO, KIND_TSYNC_ROLE,
-    KIND_TSYNC_SNAPSHOT,
+    KIND_NA_DESPAWN, KIND_NA_SPAWN, KIND_NA_SPAWN_BATCH, KIND_TSYNC_HELLO, KIND_TSYNC_REWIND,
+    KIND_TSYNC_ROLE, KIND_TSYNC_SNAPSHOT,
 };
-use citadel_wire::tsync::{HelloParams, RoleChange};
+use citadel_wire::tsync::{FireCommand, HelloParams, Rewind, Role, RoleChange};
 use citadel_wire::{Envelope, WireBody};
 
 /// The opt-in HELLO (empty body).
@@ -78,6 +90,11 @@ pub enum ActorEvent {
     Despawned(u32),
     /// A role or relevancy transition.
     Role(RoleChange),
+    /// A snapshot acknowledged this client's input on its predicted object
+    /// and the prediction was reconciled (magnitude 0 when it matched).
+    Corrected(Correction),
+    /// The server resolved one of this client's fire commands (kind 12).
+    FireResult(Rewind),
 }
 
 /// The client's view of actors.
@@ -92,6 +109,11 @@ pub struct ActorView {
     pending_ack: Option<Envelope>,
     expecting_own: bool,
     held_spawns: Vec<NaSpawn>,
+    /// This client's participant id (the owner field of its own spawn).
+    me: Option<u64>,
+    newest_snapshot: u32,
+    input_params: Option<InputParams>,
+    prediction: Option<Predictor>,
 }
 
 impl Default for ActorView {
@@ -106,6 +128,10 @@ impl Default for ActorView {
             pending_ack: None,
             expecting_own: false,
             held_spawns: Vec::new(),
+            me: None,
+            newest_snapshot: 0,
+            input_params: None,
+            prediction: None,
         }
     }
 }
@@ -157,7 +183,21 @@ impl ActorView {
                     && let Ok(applied) = receiver.handle_snapshot(&envelope.body)
                 {
                     self.newest_tick = applied.server_tick;
+                    self.newest_snapshot = applied.snapshot_id;
                     self.interp.handle_applied(&applied);
+                    if let Some(p) = &mut self.prediction {
+                        let id = p.object_id();
+                        for &(object, seq) in &applied.input_acks {
+                            if object != id {
+                                continue;
+                            }
+                            if let Some(view) = applied.state.get(&id)
+                                && let Some(c) = p.handle_authoritative(seq, view.position)
+                            {
+                                events.push(ActorEvent::Corrected(c));
+                            }
+                        }
+                    }
                     if let Some(ack) = receiver.poll_ack() {
                         self.pending_ack = Some(ack.to_envelope());
                     }
@@ -184,6 +224,7 @@ impl ActorView {
                             let is_own = Some(i) == own;
                             if is_own {
                                 self.local = Some(spawn.object_id);
+                                self.me = Some(spawn.owner);
                             }
                             events.push(self.spawned(spawn, is_own));
                         }
@@ -205,7 +246,13 @@ impl ActorView {
             }
             KIND_TSYNC_ROLE => {
                 if let Ok(role) = RoleChange::decode(&envelope.body) {
+                    self.handle_role(&role);
                     events.push(ActorEvent::Role(role));
+                }
+            }
+            KIND_TSYNC_REWIND => {
+                if let Ok(result) = Rewind::decode(&envelope.body) {
+                    events.push(ActorEvent::FireResult(result));
                 }
             }
             _ => {}
@@ -230,6 +277,115 @@ impl ActorView {
         };
         self.actors.insert(spawn.object_id, actor);
         ActorEvent::Spawned(actor)
+    }
+
+    /// Starts, restarts or stops predicting on a role transition: an
+    /// OwnerPredicted role naming this client predicts the object (a new
+    /// epoch restarts its sequence); any other owner of the predicted
+    /// object stops it. A role older than the predicted epoch is ignored.
+    fn handle_role(&mut self, role: &RoleChange) {
+        let mine = self.me.is_some_and(|me| me != 0 && me == role.owner);
+        if let Some(p) = &self.prediction
+            && p.object_id() == role.object_id
+            && role.ownership_epoch < p.epoch()
+        {
+            return;
+        }
+        if mine && role.role == Role::OwnerPredicted {
+            let start = self.position_of(role.object_id);
+            match &mut self.prediction {
+                Some(p) if p.object_id() == role.object_id => {
+                    if p.epoch() != role.ownership_epoch {
+                        p.handle_epoch(role.ownership_epoch, start);
+                    }
+                }
+                _ => {
+                    let params = self.input_params();
+                    let tolerance = self
+                        .params
+                        .map_or(0.125, |h| 1.0 / h.position_values_per_unit.max(1) as f32);
+                    self.prediction = Some(Predictor::new(
+                        params,
+                        tolerance,
+                        role.object_id,
+                        role.ownership_epoch,
+                        start,
+                    ));
+                }
+            }
+        } else if self
+            .prediction
+            .as_ref()
+            .is_some_and(|p| p.object_id() == role.object_id)
+        {
+            self.prediction = None;
+        }
+    }
+
+    /// Where the client holds `object_id` now: the newest snapshot, else
+    /// its spawn transform, else the origin.
+    fn position_of(&self, object_id: u32) -> [f32; 3] {
+        self.latest()
+            .and_then(|s| s.get(&object_id))
+            .map(|v| v.position)
+            .or_else(|| self.actors.get(&object_id).map(|a| a.spawn.position))
+            .unwrap_or([0.0; 3])
+    }
+
+    fn input_params(&self) -> InputParams {
+        self.input_params.unwrap_or_else(|| {
+            self.params
+                .as_ref()
+                .map_or_else(InputParams::default, InputParams::from_hello)
+        })
+    }
+
+    /// The server's input clamps when they differ from the spec's
+    /// (`transform_sync.input_max_speed` / `input_max_dt`); the position
+    /// bounds come from HELLO. Prediction matches the server only with the
+    /// same clamps.
+    pub fn set_input_clamps(&mut self, max_speed: f32, max_dt: f32) {
+        let base = self.input_params();
+        self.input_params = Some(InputParams {
+            max_speed,
+            max_dt,
+            ..base
+        });
+    }
+
+    /// The object this client predicts, if a ROLE made it its owner.
+    pub fn predicted_object(&self) -> Option<u32> {
+        self.prediction.as_ref().map(Predictor::object_id)
+    }
+
+    /// The prediction itself (position, unacknowledged inputs, the last
+    /// correction).
+    pub fn prediction(&self) -> Option<&Predictor> {
+        self.prediction.as_ref()
+    }
+
+    /// One local simulation step of the predicted object: `dt` seconds at
+    /// `move_velocity` (cm/s), optionally firing a ray from `origin` along
+    /// `direction` (cm). Applied locally at once; returns the kind-9
+    /// envelope to send (every unacknowledged input, oldest first, with the
+    /// newest snapshot acknowledged). `None` when nothing is predicted.
+    pub fn input(
+        &mut self,
+        dt: f32,
+        move_velocity: [f32; 3],
+        fire: Option<FireCommand>,
+    ) -> Option<Envelope> {
+        let tick = self.newest_tick;
+        let acked = self.newest_snapshot;
+        let p = self.prediction.as_mut()?;
+        p.handle_input(tick, dt, move_velocity, fire);
+        p.poll_bundle(acked).map(|b| b.to_envelope())
+    }
+
+    /// The predicted object's position to draw this frame (the prediction
+    /// plus a decaying correction offset); call once per rendered frame.
+    pub fn predicted_position(&mut self) -> Option<[f32; 3]> {
+        self.prediction.as_mut().map(Predictor::poll_render)
     }
 
     /// The acknowledgement to send after the last applied snapshot.

@@ -24,13 +24,21 @@
 //!   [`actors::Output`]s addressed to participants from `poll_output`.
 //! - [`input::InputQueue`]: the in-order owner input queue of one predicted
 //!   object (§3.7): typed refusals, release of the contiguous run, the dt,
-//!   speed and bounds clamps, epoch reset. Not yet driven by the actor
-//!   server.
+//!   speed and bounds clamps, epoch reset; the actor server drives one per
+//!   owner-predicted object.
+//! - [`rewind`]: lag-compensated hit validation (§3.8): per-object history
+//!   rings, lag profiles from the measured round trip, the clamped rewind
+//!   tick and the ray-vs-sphere test. The actor server records the rings
+//!   of hit-eligible objects every tick and answers fire with kind 12.
 //!
 //! ## Client half
 //!
 //! - [`receiver::SnapshotReceiver`]: reconstruction (base + removed +
 //!   updates), monotonic and base guards, the 64-entry ring, acks.
+//! - [`predict::Predictor`]: owner prediction and reconciliation (§4.3):
+//!   immediate local integration with the server's clamps, redundant input
+//!   bundles, replay of unacknowledged inputs on each authoritative state,
+//!   a decaying visual correction and its magnitude per snapshot.
 //! - [`interp::Interpolator`]: per-object sample buffers and rendering in the
 //!   past with Hermite/linear position, slerp rotation, bounded
 //!   extrapolation, adaptive delay.
@@ -52,7 +60,9 @@ pub mod frame;
 pub mod input;
 pub mod interest;
 pub mod interp;
+pub mod predict;
 pub mod receiver;
+pub mod rewind;
 pub mod sender;
 pub mod sim;
 pub mod world;

@@ -57,6 +57,9 @@ pub struct Applied {
     pub state: Arc<ViewState>,
     /// Ids skipped since the previous applied snapshot (0 = none).
     pub gap: u32,
+    /// The `last_input_seq` this snapshot carried, per owned object
+    /// (object id, sequence), for the owner's reconciliation.
+    pub input_acks: Vec<(u32, u32)>,
 }
 
 /// A client's reconstruction state.
@@ -170,6 +173,11 @@ impl SnapshotReceiver {
             send_rate_hz: snap.send_rate_hz,
             state,
             gap,
+            input_acks: snap
+                .updates
+                .iter()
+                .filter_map(|u| u.last_input_seq.map(|seq| (u.object_id, seq)))
+                .collect(),
         })
     }
 

@@ -252,6 +252,17 @@ reasons!(
         /// Joins refused by `chat.max_subscriptions_per_connection` or
         /// `chat.max_subscribers_per_channel`.
         ChatSubscriptionLimit => "chat_subscription_limit",
+        /// Fire commands resolved with rewind (each answered with kind 12).
+        FireResolved => "fire_resolved",
+        /// Of those, hits.
+        FireHits => "fire_hits",
+        /// Fire commands whose rewind `transform_sync.rewind_max_unlag` clamped.
+        FireUnlagClamped => "fire_unlag_clamped",
+        /// Fire commands resolved uncompensated (RTT over
+        /// `transform_sync.lag_comp_rtt_cutoff_ms`).
+        FireUncompensated => "fire_uncompensated",
+        /// Ownership changes by game logic (`citadel.set_owner`).
+        OwnershipHandoffs => "ownership_handoffs",
     }
 );
 

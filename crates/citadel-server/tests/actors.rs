@@ -2,7 +2,10 @@
 //! the seed 004 flow (own spawn first, then the batch, then others' spawn),
 //! relay-mode movement seen through snapshots, the ownership check, room
 //! scoping, despawn on disconnect and on room leave, predicted archetypes,
-//! malformed bodies, server-owned NPCs (global, room-bound, patrolling).
+//! malformed bodies, server-owned NPCs (global, room-bound, patrolling);
+//! on WebSocket and QUIC: a predicted avatar driven by validated input
+//! (zero correction), its ROLE Assign and Handoff, the measured round trip
+//! and kind-12 fire results (a hit and a miss).
 
 mod common;
 
@@ -28,7 +31,11 @@ struct Player {
 
 impl Player {
     async fn join(node: &RunningNode) -> Player {
-        let mut client = guest(node, Transport::Ws).await;
+        Player::join_on(node, Transport::Ws).await
+    }
+
+    async fn join_on(node: &RunningNode, transport: Transport) -> Player {
+        let mut client = guest(node, transport).await;
         client.send(&actors::hello()).await.unwrap();
         let mut view = ActorView::new();
         let reply = recv_kind(&mut client, KIND_TSYNC_HELLO).await;
@@ -312,3 +319,157 @@ async fn server_owned_npcs_global_room_bound_and_patrolling() {
         .pump_until("global NPC despawn (room)", |p| !p.knows(global))
         .await;
 }
+
+/// The participant id of a player (the owner field of its own spawn).
+fn participant_of(p: &Player) -> u64 {
+    p.view
+        .actors()
+        .find(|a| a.is_local)
+        .map(|a| a.owner)
+        .expect("own actor spawned")
+}
+
+fn fire_results(p: &Player) -> Vec<citadel_client::wire::tsync::Rewind> {
+    p.events
+        .iter()
+        .filter_map(|e| match e {
+            ActorEvent::FireResult(r) => Some(*r),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn a_predicted_avatar_moves_by_input_and_its_shots_are_resolved(t: Transport) {
+    use citadel_client::wire::tsync::{FireCommand, Role, RoleEvent};
+    let mut config = test_config();
+    config.transform_sync.predicted_authoritative_archetypes = vec![7];
+    config.transport.websocket.heartbeat_interval_ms = 200;
+    let node = start(config).await;
+    let hub = node.shared().hub.clone();
+    let mut target = Player::join_on(&node, t).await;
+    target.announce(7, 0.0).await;
+    target
+        .pump_until("target prediction", |p| p.view.predicted_object().is_some())
+        .await;
+    let target_id = target.view.predicted_object().unwrap();
+    let mut shooter = Player::join_on(&node, t).await;
+    let env = shooter.view.announce(7, at(0.0, -1_000.0));
+    shooter.client.send(&env).await.unwrap();
+    shooter
+        .pump_until("shooter prediction", |p| {
+            p.view.predicted_object().is_some()
+        })
+        .await;
+    let me = shooter.view.predicted_object().unwrap();
+    assert!(shooter.events.iter().any(|e| matches!(
+        e,
+        ActorEvent::Role(r) if r.object_id == me && r.role == Role::OwnerPredicted && r.event == RoleEvent::Assign
+    )));
+
+    // 30 inputs at 1 200 cm/s along x, one per 1/60 s: predicted at once,
+    // applied by the server, acknowledged with zero correction.
+    for _ in 0..30 {
+        let env = shooter
+            .view
+            .input(1.0 / 60.0, [1_200.0, 0.0, 0.0], None)
+            .unwrap();
+        shooter.client.send(&env).await.unwrap();
+        shooter.pump(Duration::from_millis(16)).await;
+    }
+    shooter
+        .pump_until("every input acknowledged", |p| {
+            p.view.prediction().is_some_and(|q| q.acked() == 30)
+        })
+        .await;
+    let predicted = shooter.view.prediction().unwrap().position();
+    assert!((predicted[0] - 600.0).abs() < 0.01, "{predicted:?}");
+    let server = shooter.position_of(me).unwrap();
+    assert!(
+        (server[0] - 600.0).abs() < 0.2,
+        "the server moved it: {server:?}"
+    );
+    let corrections: Vec<f32> = shooter
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            ActorEvent::Corrected(c) => Some(c.magnitude),
+            _ => None,
+        })
+        .collect();
+    assert!(!corrections.is_empty() && corrections.iter().all(|m| *m == 0.0));
+
+    // The transport measured the shooter's round trip.
+    let pid = participant_of(&shooter);
+    shooter
+        .pump_until("a measured round trip", |_| hub.lag_of(pid).rtt_ms > 0.0)
+        .await;
+    assert!(hub.lag_of(pid).rtt_ms < 220.0);
+
+    // The target opts in; a shot at it hits, one away from it misses.
+    assert!(hub.set_hit_eligible(target_id, true));
+    shooter.pump(Duration::from_millis(300)).await;
+    let origin = [600.0, -1_000.0, 100.0];
+    let at_target = FireCommand {
+        origin,
+        direction: [0.0 - 600.0, 1_000.0, 0.0],
+    };
+    let away = FireCommand {
+        origin,
+        direction: [0.0, -1.0, 0.0],
+    };
+    for fire in [at_target, away] {
+        let env = shooter
+            .view
+            .input(1.0 / 60.0, [0.0; 3], Some(fire))
+            .unwrap();
+        shooter.client.send(&env).await.unwrap();
+        shooter.pump(Duration::from_millis(16)).await;
+    }
+    shooter
+        .pump_until("two fire results", |p| fire_results(p).len() >= 2)
+        .await;
+    let results = fire_results(&shooter);
+    assert_eq!((results[0].input_seq, results[1].input_seq), (31, 32));
+    assert!(results[0].is_hit() && results[0].object_id == target_id);
+    assert!(!results[1].is_hit() && results[1].object_id == 0);
+    assert!(
+        results[0].hit_point[1] > -60.0 && results[0].hit_point[1] < 0.0,
+        "the hit point is on the target's sphere: {:?}",
+        results[0].hit_point
+    );
+    assert!(
+        target
+            .pump(Duration::from_millis(100))
+            .await
+            .iter()
+            .all(|e| { e.kind != citadel_client::wire::protocol::KIND_TSYNC_REWIND }),
+        "only the shooter hears its result"
+    );
+
+    // Game logic hands the target's avatar to the shooter: both hear the
+    // Handoff; the shooter predicts it, the target stops.
+    hub.set_owner(target_id, pid).unwrap();
+    shooter
+        .pump_until("the handoff", |p| {
+            p.view.predicted_object() == Some(target_id)
+        })
+        .await;
+    target
+        .pump_until("the target's handoff", |p| {
+            p.view.predicted_object().is_none()
+        })
+        .await;
+    let handoff = |p: &Player| {
+        p.events.iter().any(|e| {
+            matches!(
+                e,
+                ActorEvent::Role(r) if r.object_id == target_id && r.event == RoleEvent::Handoff
+                    && r.owner == pid && r.ownership_epoch == 2
+            )
+        })
+    };
+    assert!(handoff(&shooter) && handoff(&target));
+    assert_eq!(hub.owner_of(target_id), Some(pid));
+}
+
+both_transports!(a_predicted_avatar_moves_by_input_and_its_shots_are_resolved);

@@ -17,6 +17,19 @@ pub enum Refusal {
     IdsExhausted,
     /// One kind-9 input frame that was not applied, and why.
     Input(InputRefusal),
+    /// A game-logic ownership or hit-eligibility change that cannot apply.
+    Owner(OwnerRefusal),
+}
+
+/// Why [`super::ActorServer::handle_set_owner`] or
+/// [`super::ActorServer::handle_hit_eligible`] changed nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OwnerRefusal {
+    /// No live object has that id.
+    UnknownObject,
+    /// The new owner has not opted in with HELLO, or is in another place
+    /// than the object.
+    OwnerNotHere,
 }
 
 /// Why one kind-9 input frame was not applied (§3.7: ownership first,
@@ -110,6 +123,10 @@ impl std::fmt::Display for Refusal {
             Refusal::State(StateRefusal::NonFinite) => f.write_str("non-finite transform"),
             Refusal::IdsExhausted => f.write_str("object ids exhausted"),
             Refusal::Input(reason) => f.write_str(reason.text()),
+            Refusal::Owner(OwnerRefusal::UnknownObject) => f.write_str("unknown object"),
+            Refusal::Owner(OwnerRefusal::OwnerNotHere) => {
+                f.write_str("the new owner does not see the object")
+            }
         }
     }
 }

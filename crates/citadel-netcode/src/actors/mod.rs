@@ -52,19 +52,23 @@
 //! the tick phase named above.
 
 mod error;
+mod fire;
+mod handoff;
 mod npc;
 mod output;
 mod ownership;
 mod presence;
 mod tick;
 
-pub use error::{InputRefusal, Refusal, StateRefusal};
+pub use error::{InputRefusal, OwnerRefusal, Refusal, StateRefusal};
+pub use fire::RewindQuery;
 pub use npc::{NpcSpawn, Patrol};
 pub use output::{Audience, Delivery, Message, Output};
 pub use ownership::Control;
 pub use presence::InputOutcome;
 
 use crate::input::InputQueue;
+use crate::rewind::{History, LagProfile, RewindParams};
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt::Debug;
@@ -124,6 +128,36 @@ pub struct ActorConfig {
     pub input_max_speed: f32,
     /// See [`ActorConfig::input_max_speed`].
     pub input_max_dt: f32,
+    /// Samples kept per hit-eligible object (ticks; 0 = `sim_rate_hz`,
+    /// about one second).
+    pub rewind_history_ticks: u32,
+    /// The fire-resolution numbers (§3.8): `max_unlag`, RTT cutoff, radius.
+    pub rewind: RewindParams,
+}
+
+impl ActorConfig {
+    /// The history ring length in ticks: the configured one, or one
+    /// second's worth of ticks when 0.
+    pub fn history_ticks(&self) -> u32 {
+        match self.rewind_history_ticks {
+            0 => u32::from(self.hello.sim_rate_hz.max(1)),
+            n => n,
+        }
+    }
+}
+
+/// The input queue of one owner-predicted object and the world it is in.
+#[derive(Debug, Clone)]
+struct Owned<P> {
+    world: WorldKey<P>,
+    queue: InputQueue,
+}
+
+/// The rewind ring of one hit-eligible object and the world it is in.
+#[derive(Debug, Clone)]
+struct Tracked<P> {
+    world: WorldKey<P>,
+    history: History,
 }
 
 #[derive(Debug)]
@@ -136,7 +170,6 @@ struct Client<P> {
 struct Presence<P> {
     object_id: u32,
     place: P,
-    control: Control,
 }
 
 /// The server half of transform sync for one node. See the module docs
@@ -151,8 +184,13 @@ pub struct ActorServer<P> {
     worlds: HashMap<WorldKey<P>, World>,
     clients: BTreeMap<u64, Client<P>>,
     presences: HashMap<u64, Presence<P>>,
-    /// The in-order input queue of each predicted presence object, by id.
-    inputs: HashMap<u32, InputQueue>,
+    /// The in-order input queue of each owner-predicted object, by id.
+    inputs: HashMap<u32, Owned<P>>,
+    /// The rewind rings of hit-eligible objects, by id (ordered, so hit
+    /// resolution is deterministic).
+    tracked: BTreeMap<u32, Tracked<P>>,
+    /// Each participant's measured lag (absent = zero lag).
+    lag: HashMap<u64, LagProfile>,
     npcs: BTreeMap<u32, npc::Npc<P>>,
     outputs: VecDeque<Output>,
 }
@@ -176,6 +214,8 @@ impl<P: PlaceKey> ActorServer<P> {
             clients: BTreeMap::new(),
             presences: HashMap::new(),
             inputs: HashMap::new(),
+            tracked: BTreeMap::new(),
+            lag: HashMap::new(),
             npcs: BTreeMap::new(),
             outputs: VecDeque::new(),
         })
@@ -267,6 +307,7 @@ impl<P: PlaceKey> ActorServer<P> {
             }
         }
         self.inputs.remove(&object_id);
+        self.tracked.remove(&object_id);
         self.ids.release(object_id);
         let audience = self.audience_of(key, skip);
         self.emit_many(

@@ -141,7 +141,12 @@ impl<P: PlaceKey> ActorServer<P> {
             let Some((patrol, next)) = &mut npc.patrol else {
                 continue;
             };
-            let Some(object) = worlds.get_mut(&npc.world).and_then(|w| w.get_mut(id)) else {
+            let Some(object) = worlds
+                .get_mut(&npc.world)
+                .and_then(|w| w.get_mut(id))
+                .filter(|o| o.owner == 0)
+            else {
+                // Missing, or handed to a participant: its patrol pauses.
                 continue;
             };
             walk(patrol, next, object, dt);

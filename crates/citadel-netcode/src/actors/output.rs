@@ -11,7 +11,7 @@ use citadel_wire::Envelope;
 use citadel_wire::WireBody;
 use citadel_wire::actor::{NaDespawn, NaSpawn, NaSpawnBatch};
 use citadel_wire::protocol::KIND_TSYNC_SNAPSHOT;
-use citadel_wire::tsync::{HelloParams, RoleChange};
+use citadel_wire::tsync::{HelloParams, Rewind, RoleChange};
 
 /// Who receives one output.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,7 +45,7 @@ impl Audience {
 /// How a message must travel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Delivery {
-    /// In order, never lost (HELLO, spawns, despawns, ROLE).
+    /// In order, never lost (HELLO, spawns, despawns, ROLE, fire results).
     Reliable,
     /// Best effort; a later one supersedes it (snapshots).
     Unreliable,
@@ -66,6 +66,8 @@ pub enum Message {
     Despawn(NaDespawn),
     /// Kind 8: one client's encoded snapshot body.
     Snapshot(Vec<u8>),
+    /// Kind 12: the resolution of one fire command, to its shooter.
+    Rewind(Rewind),
 }
 
 impl Message {
@@ -78,6 +80,7 @@ impl Message {
             Message::SpawnBatch(_) => NaSpawnBatch::KIND,
             Message::Despawn(_) => NaDespawn::KIND,
             Message::Snapshot(_) => KIND_TSYNC_SNAPSHOT,
+            Message::Rewind(_) => Rewind::KIND,
         }
     }
 
@@ -98,6 +101,7 @@ impl Message {
             Message::SpawnBatch(batch) => batch.to_envelope(),
             Message::Despawn(despawn) => despawn.to_envelope(),
             Message::Snapshot(body) => Envelope::new(KIND_TSYNC_SNAPSHOT, body),
+            Message::Rewind(rewind) => rewind.to_envelope(),
         }
     }
 }

@@ -46,7 +46,8 @@ pub(super) fn role_of(object: &Object, event: RoleEvent) -> RoleChange {
 
 impl<P: PlaceKey> ActorServer<P> {
     /// The object `object_id` if it is `participant_id`'s presence object
-    /// (the ownership check of NA_STATE and of owner input).
+    /// and still owned by it (the ownership check of NA_STATE), with how it
+    /// moves now: by input if it has an input queue, else by relay.
     pub(super) fn owned_object(
         &mut self,
         participant_id: u64,
@@ -60,10 +61,16 @@ impl<P: PlaceKey> ActorServer<P> {
         if p.object_id != object_id {
             return Err(Refusal::State(StateRefusal::NotOwner));
         }
+        let control = if self.inputs.contains_key(&object_id) {
+            Control::Predicted
+        } else {
+            Control::Relay
+        };
         self.worlds
             .get_mut(&WorldKey::Place(p.place))
             .and_then(|w| w.get_mut(object_id))
-            .map(|o| (o, p.control))
+            .filter(|o| o.owner == participant_id)
+            .map(|o| (o, control))
             .ok_or(Refusal::State(StateRefusal::NotOwner))
     }
 }

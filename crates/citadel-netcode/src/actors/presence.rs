@@ -16,10 +16,11 @@ use citadel_wire::tsync::{InputBundle, InputFrame, RoleEvent, TsyncAck};
 
 use super::ownership::role_of;
 use super::{
-    ActorServer, Client, Control, InputRefusal, Message, PlaceKey, Presence, Refusal, StateRefusal,
-    Tick, WorldKey,
+    ActorServer, Client, Control, InputRefusal, Message, Owned, PlaceKey, Presence, Refusal,
+    StateRefusal, Tick, WorldKey,
 };
 use crate::input::{InputParams, InputQueue};
+use crate::rewind::RewindBound;
 use crate::sender::SnapshotSender;
 use crate::world::{Motion, Object, World};
 
@@ -36,6 +37,14 @@ pub struct InputOutcome {
     pub applied: usize,
     /// Frames not applied: the sum of [`InputOutcome::refused`].
     pub unserved: usize,
+    /// Fire commands resolved (each answered with kind 12).
+    pub fired: usize,
+    /// Of those, hits.
+    pub hits: usize,
+    /// Fire commands whose rewind `max_unlag` clamped.
+    pub unlag_clamped: usize,
+    /// Fire commands resolved without compensation (RTT over the cutoff).
+    pub uncompensated: usize,
     refused: [usize; InputRefusal::ALL.len()],
 }
 
@@ -109,7 +118,9 @@ impl<P: PlaceKey> ActorServer<P> {
     /// contiguous run released is integrated into the object's position
     /// and velocity, and its `last_input_seq` advances. Every other frame
     /// is refused and counted in the outcome; refusals are silent on the
-    /// wire. Fire commands of released frames are not resolved yet.
+    /// wire. Each released frame's fire command is resolved once against
+    /// the rewound hit-eligible objects, and the shooter gets a kind-12
+    /// answer.
     pub fn handle_input(
         &mut self,
         participant_id: u64,
@@ -137,62 +148,86 @@ impl<P: PlaceKey> ActorServer<P> {
             }
         }
         if let Some(object_id) = owned {
-            outcome.applied = self.release_input(participant_id, object_id);
+            self.release_input(participant_id, object_id, &mut outcome);
         }
         outcome
     }
 
     /// Offers one frame; the object id it was buffered for, or why not.
+    /// The sender must be the object's current owner (its presence object,
+    /// or one handed to it) and the object owner-predicted.
     fn offer_input(
         &mut self,
         participant_id: u64,
         frame: &InputFrame,
     ) -> Result<u32, InputRefusal> {
-        let (_, control) = self.owned_object(participant_id, frame.object_id).map_err(
-            |refusal| match refusal {
-                Refusal::State(StateRefusal::NoPresence) => InputRefusal::NoPresence,
-                _ => InputRefusal::NotOwner,
-            },
-        )?;
-        if control != Control::Predicted {
-            return Err(InputRefusal::Relay);
-        }
-        let queue = self
-            .inputs
-            .get_mut(&frame.object_id)
-            .ok_or(InputRefusal::Relay)?;
-        match InputRefusal::of_offer(queue.handle_frame(frame)) {
-            None => Ok(frame.object_id),
+        let id = frame.object_id;
+        let ActorServer { inputs, worlds, .. } = self;
+        let owned = inputs.get_mut(&id).filter(|o| {
+            worlds
+                .get(&o.world)
+                .and_then(|w| w.get(id))
+                .is_some_and(|obj| obj.owner == participant_id)
+        });
+        let Some(owned) = owned else {
+            return Err(self.input_refusal(participant_id, id));
+        };
+        match InputRefusal::of_offer(owned.queue.handle_frame(frame)) {
+            None => Ok(id),
             Some(reason) => Err(reason),
         }
     }
 
+    /// Why a frame for `object_id` that the sender does not drive by input
+    /// is refused: no presence (and nothing handed to it), its own relayed
+    /// avatar, or someone else's object.
+    fn input_refusal(&self, participant_id: u64, object_id: u32) -> InputRefusal {
+        match self.presences.get(&participant_id) {
+            None => InputRefusal::NoPresence,
+            Some(p) if p.object_id == object_id && !self.inputs.contains_key(&object_id) => {
+                InputRefusal::Relay
+            }
+            Some(_) => InputRefusal::NotOwner,
+        }
+    }
+
     /// Integrates every frame the queue of `object_id` releases into the
-    /// object and publishes its watermark; returns how many.
-    fn release_input(&mut self, participant_id: u64, object_id: u32) -> usize {
-        let Some(queue) = self.inputs.get_mut(&object_id) else {
-            return 0;
+    /// object, publishes its watermark and resolves the fire commands of
+    /// the released frames in order (§3.7 steps 6-9), counting both in
+    /// `outcome`.
+    fn release_input(&mut self, participant_id: u64, object_id: u32, outcome: &mut InputOutcome) {
+        let ActorServer { inputs, worlds, .. } = self;
+        let Some(owned) = inputs.get_mut(&object_id) else {
+            return;
         };
-        let Some(place) = self.presences.get(&participant_id).map(|p| p.place) else {
-            return 0;
-        };
-        let Some(object) = self
-            .worlds
-            .get_mut(&WorldKey::Place(place))
+        let Some(object) = worlds
+            .get_mut(&owned.world)
             .and_then(|w| w.get_mut(object_id))
         else {
-            return 0;
+            return;
         };
         let t = &mut object.transform;
         let mut applied = 0;
-        while queue
-            .poll_released(&mut t.position, &mut t.velocity)
-            .is_some()
-        {
+        let mut fires = Vec::new();
+        while let Some(released) = owned.queue.poll_released(&mut t.position, &mut t.velocity) {
             applied += 1;
+            if let Some(fire) = released.fire {
+                fires.push((released.input_seq, fire));
+            }
         }
-        object.last_input_seq = queue.last_input_seq();
-        applied
+        object.last_input_seq = owned.queue.last_input_seq();
+        let world = owned.world;
+        outcome.applied = applied;
+        for (input_seq, fire) in fires {
+            let fired = self.resolve_fire(participant_id, object_id, world, input_seq, fire);
+            outcome.fired += 1;
+            outcome.hits += usize::from(fired.hit);
+            match fired.bound {
+                Some(RewindBound::MaxUnlag) => outcome.unlag_clamped += 1,
+                Some(RewindBound::OverCutoff) => outcome.uncompensated += 1,
+                None => {}
+            }
+        }
     }
 
     /// Kind 16: spawns (or refreshes) the sender's avatar in its place and
@@ -222,6 +257,15 @@ impl<P: PlaceKey> ActorServer<P> {
             Control::Relay
         };
         let existing = self.presences.get(&participant_id).copied();
+        if let Some(p) = existing
+            && p.place == place
+            && self
+                .owner_of(p.object_id)
+                .is_some_and(|o| o != participant_id)
+        {
+            // Handed away by game logic: only its current owner moves it.
+            return Err(Refusal::State(StateRefusal::NotOwner));
+        }
         let repeat = existing.is_some();
         let object_id = match existing {
             Some(p) if p.place == place => p.object_id,
@@ -233,15 +277,9 @@ impl<P: PlaceKey> ActorServer<P> {
             None => self.ids.allocate().ok_or(Refusal::IdsExhausted)?,
         };
         let object = self.place_avatar(participant_id, place, object_id, presence, control);
-        self.assign_input_queue(&object, control);
-        self.presences.insert(
-            participant_id,
-            Presence {
-                object_id,
-                place,
-                control,
-            },
-        );
+        self.assign_input_queue(&object, place, control);
+        self.presences
+            .insert(participant_id, Presence { object_id, place });
         let own_spawn = spawn_of(&object);
         self.emit(participant_id, Message::Spawn(own_spawn));
         if !repeat {
@@ -261,22 +299,30 @@ impl<P: PlaceKey> ActorServer<P> {
     /// A predicted presence object gets an input queue for its ownership
     /// epoch (a refresh under the same epoch keeps the queue and its
     /// watermark); a relayed one has none.
-    fn assign_input_queue(&mut self, object: &Object, control: Control) {
+    fn assign_input_queue(&mut self, object: &Object, place: P, control: Control) {
         if control != Control::Predicted {
             self.inputs.remove(&object.id);
             return;
         }
+        self.drive_by_input(object.id, WorldKey::Place(place), object.ownership_epoch);
+    }
+
+    /// `object_id` (in `world`) now moves by the input of its owner under
+    /// `epoch`: a queue is created, or an existing one restarts when the
+    /// epoch changed (sequence from 1, buffered input discarded).
+    pub(super) fn drive_by_input(&mut self, object_id: u32, world: WorldKey<P>, epoch: u32) {
         let params = InputParams {
             max_speed: self.config.input_max_speed,
             max_dt: self.config.input_max_dt,
             ..InputParams::from_hello(&self.config.hello)
         };
-        let queue = self
-            .inputs
-            .entry(object.id)
-            .or_insert_with(|| InputQueue::new(params, object.ownership_epoch));
-        if queue.epoch() != object.ownership_epoch {
-            queue.handle_epoch(object.ownership_epoch);
+        let owned = self.inputs.entry(object_id).or_insert_with(|| Owned {
+            world,
+            queue: InputQueue::new(params, epoch),
+        });
+        owned.world = world;
+        if owned.queue.epoch() != epoch {
+            owned.queue.handle_epoch(epoch);
         }
     }
 
@@ -376,6 +422,7 @@ impl<P: PlaceKey> ActorServer<P> {
         if old_place == new_place {
             return;
         }
+        self.return_owned(participant_id);
         let stale: Vec<u32> = self
             .worlds
             .get(&WorldKey::Place(old_place))
@@ -394,6 +441,8 @@ impl<P: PlaceKey> ActorServer<P> {
     pub fn handle_disconnect(&mut self, participant_id: u64, now: Tick) {
         self.advance(now);
         self.clients.remove(&participant_id);
+        self.lag.remove(&participant_id);
+        self.return_owned(participant_id);
         if let Some(p) = self.presences.remove(&participant_id) {
             self.despawn(p.object_id, WorldKey::Place(p.place), Some(participant_id));
         }

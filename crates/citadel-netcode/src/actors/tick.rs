@@ -3,7 +3,7 @@
 //!
 //! Phases, in order: (1) patrols walk; (2) every world steps (integrating
 //! only server-simulated objects); (3) the per-tick recording point:
-//! rewind history of hit-eligible objects is written here, after the step
+//! rewind history of hit-eligible objects is written here (`fire.rs`), after the step
 //! and before the latch, so a ring entry at tick T is what the frame of T
 //! shows; (4) on a send tick with at least one client: each world is
 //! latched once into a quantized [`Frame`] and, with AOI on, indexed once
@@ -58,6 +58,7 @@ impl<P: PlaceKey> ActorServer<P> {
         for world in self.worlds.values_mut() {
             world.handle_sim_tick();
         }
+        self.record_history(now);
         if self.is_send_tick(now) && !self.clients.is_empty() {
             self.queue_snapshots();
         }

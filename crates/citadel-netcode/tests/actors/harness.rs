@@ -9,14 +9,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::BytesMut;
 use citadel_netcode::actors::{ActorConfig, ActorServer, Delivery, NpcSpawn, Refusal, Tick};
-use citadel_netcode::receiver::SnapshotReceiver;
+use citadel_netcode::receiver::{Applied, SnapshotReceiver};
 use citadel_netcode::sim::{LinkConfig, SimLink};
 use citadel_wire::actor::{NaDespawn, NaPresence, NaSpawn, NaSpawnBatch, NaState, NaTransform};
 use citadel_wire::protocol::{
     KIND_NA_DESPAWN, KIND_NA_SPAWN, KIND_NA_SPAWN_BATCH, KIND_TSYNC_ACK, KIND_TSYNC_HELLO,
-    KIND_TSYNC_ROLE, KIND_TSYNC_SNAPSHOT,
+    KIND_TSYNC_REWIND, KIND_TSYNC_ROLE, KIND_TSYNC_SNAPSHOT,
 };
-use citadel_wire::tsync::{HelloParams, RoleChange, Snapshot, TransformCodec, TsyncAck};
+use citadel_wire::tsync::{HelloParams, Rewind, RoleChange, Snapshot, TransformCodec, TsyncAck};
 use citadel_wire::{Envelope, WireBody, decode_framed};
 
 /// The places of these tests.
@@ -35,6 +35,8 @@ pub fn config() -> ActorConfig {
         predicted_archetypes: Vec::new(),
         input_max_speed: citadel_netcode::input::DEFAULT_MAX_SPEED,
         input_max_dt: citadel_netcode::input::DEFAULT_MAX_DT,
+        rewind_history_ticks: 0,
+        rewind: citadel_netcode::rewind::RewindParams::default(),
     }
 }
 
@@ -69,6 +71,8 @@ pub struct Peer {
     pub known: BTreeSet<u32>,
     /// `server_tick` of every applied snapshot, in order.
     pub ticks: Vec<u32>,
+    /// Applied snapshots not yet taken by [`Peer::take_applied`].
+    applied: Vec<Applied>,
 }
 
 impl Peer {
@@ -85,7 +89,13 @@ impl Peer {
             receiver: SnapshotReceiver::new(codec),
             known: BTreeSet::new(),
             ticks: Vec::new(),
+            applied: Vec::new(),
         }
+    }
+
+    /// The snapshots applied since the last call, in order.
+    pub fn take_applied(&mut self) -> Vec<Applied> {
+        std::mem::take(&mut self.applied)
     }
 
     fn receive(&mut self, now_ms: f64, packet: &[u8]) {
@@ -98,6 +108,7 @@ impl Peer {
             KIND_TSYNC_SNAPSHOT => {
                 if let Ok(applied) = self.receiver.handle_snapshot(&envelope.body) {
                     self.ticks.push(applied.server_tick);
+                    self.applied.push(applied);
                     if let Some(ack) = self.receiver.poll_ack() {
                         self.up
                             .send(now_ms, ack.to_envelope().encode_framed().to_vec());
@@ -121,6 +132,9 @@ impl Peer {
             }
             KIND_TSYNC_ROLE => {
                 RoleChange::decode(&envelope.body).expect("role decodes");
+            }
+            KIND_TSYNC_REWIND => {
+                Rewind::decode(&envelope.body).expect("fire result decodes");
             }
             kind => panic!("unexpected kind {kind}"),
         }
@@ -152,6 +166,15 @@ impl Peer {
             .iter()
             .filter(|e| e.kind == KIND_TSYNC_ROLE)
             .map(|e| RoleChange::decode(&e.body).expect("role decodes"))
+            .collect()
+    }
+
+    /// Fire results (kind 12) in the log, in order.
+    pub fn rewinds(&self) -> Vec<Rewind> {
+        self.log
+            .iter()
+            .filter(|e| e.kind == KIND_TSYNC_REWIND)
+            .map(|e| Rewind::decode(&e.body).expect("fire result decodes"))
             .collect()
     }
 
@@ -204,7 +227,8 @@ impl Stage {
         stage
     }
 
-    fn ms(&self) -> f64 {
+    /// The stage's time in milliseconds.
+    pub fn ms(&self) -> f64 {
         let hz = f64::from(self.server.config().hello.sim_rate_hz);
         self.now.0 as f64 * 1_000.0 / hz
     }

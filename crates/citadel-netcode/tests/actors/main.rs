@@ -5,8 +5,11 @@
 //! snapshot ticks that never go backwards; validated owner input in
 //! `input.rs`.
 
+mod fire;
+mod handoff;
 mod harness;
 mod input;
+mod predict;
 
 use citadel_netcode::actors::{
     ActorServer, Message, NpcSpawn, Patrol, Refusal, StateRefusal, Tick, WorldKey,

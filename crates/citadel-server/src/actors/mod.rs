@@ -31,7 +31,7 @@ use citadel_wire::actor::{NaPresence, NaState, NaTransform};
 use citadel_wire::tsync::{InputBundle, TsyncAck};
 
 use crate::config::{ConfigError, TransformSyncConfig};
-use crate::metrics::{DropReason, Metrics};
+use crate::metrics::{DropReason, Metrics, ServiceEvent};
 use crate::place::Place;
 use crate::router::{Lane, Router, frame};
 
@@ -82,6 +82,8 @@ fn actor_config(config: &TransformSyncConfig) -> Result<ActorConfig, ConfigError
         predicted_archetypes: config.predicted_authoritative_archetypes.clone(),
         input_max_speed: config.input_max_speed,
         input_max_dt: config.input_max_dt,
+        rewind_history_ticks: config.rewind_history_ticks,
+        rewind: config.rewind(),
     })
 }
 
@@ -197,6 +199,32 @@ impl TransformHub {
                 self.metrics.drop_n(drop, frames as u64);
             }
         }
+        for (event, n) in [
+            (ServiceEvent::FireResolved, outcome.fired),
+            (ServiceEvent::FireHits, outcome.hits),
+            (ServiceEvent::FireUnlagClamped, outcome.unlag_clamped),
+            (ServiceEvent::FireUncompensated, outcome.uncompensated),
+        ] {
+            if n > 0 {
+                self.metrics.service_n(event, n as u64);
+            }
+        }
+    }
+
+    /// The transport measured the participant's round trip: its shots
+    /// rewind by it (ignored until it opted in with HELLO).
+    pub fn handle_round_trip(&self, participant_id: u64, rtt: std::time::Duration) {
+        if !self.enabled {
+            return;
+        }
+        let rtt_ms = rtt.as_secs_f32() * 1_000.0;
+        self.drive(|core, now| core.handle_lag(participant_id, rtt_ms, now));
+    }
+
+    /// The lag profile fire resolution uses for the participant (tests,
+    /// status).
+    pub fn lag_of(&self, participant_id: u64) -> citadel_netcode::rewind::LagProfile {
+        self.drive(|core, _| core.lag_of(participant_id))
     }
 
     /// Kind 16: spawn (or refresh) the sender's avatar in its place.
@@ -244,6 +272,42 @@ impl TransformHub {
     /// Removes an NPC everywhere it is visible.
     pub fn despawn_npc(&self, id: u32) -> bool {
         self.drive(|core, now| core.handle_npc_despawn(id, now))
+    }
+
+    /// Gives an object to a participant (0 = back to the server): a new
+    /// ownership epoch and a ROLE Handoff to old owner, new owner and the
+    /// peers that see it. Refused (counted nowhere, answered to the
+    /// script) for an unknown object or an owner that does not see it.
+    pub fn set_owner(&self, object_id: u32, owner: u64) -> Result<(), Refusal> {
+        let result = self.drive(|core, now| core.handle_set_owner(object_id, owner, now));
+        if result.is_ok() {
+            self.metrics.service_event(ServiceEvent::OwnershipHandoffs);
+        }
+        result
+    }
+
+    /// Opts an object in (or out) of hit validation; false for an unknown
+    /// object.
+    pub fn set_hit_eligible(&self, object_id: u32, eligible: bool) -> bool {
+        self.drive(|core, now| core.handle_hit_eligible(object_id, eligible, now))
+            .is_ok()
+    }
+
+    /// Game logic's read-only ray test as `participant_id` would shoot
+    /// (at `tick`, clamped, or at its measured rewind).
+    pub fn rewind_query(
+        &self,
+        participant_id: u64,
+        origin: [f32; 3],
+        direction: [f32; 3],
+        tick: Option<u64>,
+    ) -> Option<citadel_netcode::actors::RewindQuery> {
+        self.drive(|core, _| core.rewind_query(participant_id, origin, direction, tick))
+    }
+
+    /// The current owner of a live object (0 = the server).
+    pub fn owner_of(&self, object_id: u32) -> Option<u64> {
+        self.drive(|core, _| core.owner_of(object_id))
     }
 
     /// An NPC's current transform (tests, status).

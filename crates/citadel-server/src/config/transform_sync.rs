@@ -38,6 +38,15 @@ pub struct TransformSyncConfig {
     pub input_max_speed: f32,
     /// Longest step one validated input frame may cover (s; the spec's 0.1).
     pub input_max_dt: f32,
+    /// Positions kept per hit-eligible object for rewind (ticks; 0 = one
+    /// second's worth, `sim_hz`; at most 1 024).
+    pub rewind_history_ticks: u32,
+    /// Furthest a shot is rewound (ticks; the spec's 60; at most 1 024).
+    pub rewind_max_unlag: u32,
+    /// Lag compensation only for round trips at or below this (ms; 220).
+    pub lag_comp_rtt_cutoff_ms: f32,
+    /// Radius of every hit sphere (cm; 50).
+    pub hit_radius: f32,
     /// Area of interest; off = each client sees its whole room.
     pub interest_enabled: bool,
     /// AOI grid cell (cm).
@@ -61,6 +70,10 @@ impl Default for TransformSyncConfig {
             predicted_authoritative_archetypes: Vec::new(),
             input_max_speed: citadel_netcode::input::DEFAULT_MAX_SPEED,
             input_max_dt: citadel_netcode::input::DEFAULT_MAX_DT,
+            rewind_history_ticks: 0,
+            rewind_max_unlag: citadel_netcode::rewind::DEFAULT_MAX_UNLAG,
+            lag_comp_rtt_cutoff_ms: citadel_netcode::rewind::DEFAULT_RTT_CUTOFF_MS,
+            hit_radius: citadel_netcode::rewind::DEFAULT_HIT_RADIUS,
             interest_enabled: false,
             interest_cell_size: 5_000.0,
             interest_inner: 10_000.0,
@@ -102,6 +115,7 @@ impl TransformSyncConfig {
                 "must be > 0 and <= 1 s",
             ));
         }
+        self.validate_rewind()?;
         if self.interest_enabled
             && !(self.interest_cell_size > 0.0
                 && self.interest_inner >= 0.0
@@ -113,6 +127,47 @@ impl TransformSyncConfig {
             ));
         }
         Ok(())
+    }
+
+    /// The `rewind_*`, `lag_comp_*` and `hit_radius` keys.
+    fn validate_rewind(&self) -> Result<(), ConfigError> {
+        let max = citadel_netcode::rewind::MAX_HISTORY_TICKS;
+        if self.rewind_history_ticks > max {
+            return Err(invalid(
+                "transform_sync.rewind_history_ticks",
+                format!("must be <= {max} (0 = sim_hz)"),
+            ));
+        }
+        if self.rewind_max_unlag > max {
+            return Err(invalid(
+                "transform_sync.rewind_max_unlag",
+                format!("must be <= {max} ticks"),
+            ));
+        }
+        if !(self.lag_comp_rtt_cutoff_ms.is_finite()
+            && (0.0..=10_000.0).contains(&self.lag_comp_rtt_cutoff_ms))
+        {
+            return Err(invalid(
+                "transform_sync.lag_comp_rtt_cutoff_ms",
+                "must be >= 0 and <= 10000 ms",
+            ));
+        }
+        if !(self.hit_radius.is_finite() && self.hit_radius > 0.0 && self.hit_radius <= 100_000.0) {
+            return Err(invalid(
+                "transform_sync.hit_radius",
+                "must be > 0 and <= 100000 cm",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The fire-resolution numbers of the core.
+    pub fn rewind(&self) -> citadel_netcode::rewind::RewindParams {
+        citadel_netcode::rewind::RewindParams {
+            max_unlag: self.rewind_max_unlag,
+            rtt_cutoff_ms: self.lag_comp_rtt_cutoff_ms,
+            radius: self.hit_radius,
+        }
     }
 
     /// The codec [`Self::hello`] defines; a bad bound is named by its key.
@@ -192,6 +247,10 @@ struct TransformSyncTable {
     predicted_authoritative_archetypes: Vec<u16>,
     input_max_speed: f32,
     input_max_dt: f32,
+    rewind_history_ticks: u32,
+    rewind_max_unlag: u32,
+    lag_comp_rtt_cutoff_ms: f32,
+    hit_radius: f32,
     interest_enabled: bool,
     interest_cell_size: f32,
     interest_inner: f32,
@@ -229,6 +288,10 @@ impl TryFrom<TransformSyncTable> for TransformSyncConfig {
             predicted_authoritative_archetypes: t.predicted_authoritative_archetypes,
             input_max_speed: t.input_max_speed,
             input_max_dt: t.input_max_dt,
+            rewind_history_ticks: t.rewind_history_ticks,
+            rewind_max_unlag: t.rewind_max_unlag,
+            lag_comp_rtt_cutoff_ms: t.lag_comp_rtt_cutoff_ms,
+            hit_radius: t.hit_radius,
             interest_enabled: t.interest_enabled,
             interest_cell_size: t.interest_cell_size,
             interest_inner: t.interest_inner,
@@ -248,6 +311,10 @@ impl From<TransformSyncConfig> for TransformSyncTable {
             predicted_authoritative_archetypes,
             input_max_speed,
             input_max_dt,
+            rewind_history_ticks,
+            rewind_max_unlag,
+            lag_comp_rtt_cutoff_ms,
+            hit_radius,
             interest_enabled,
             interest_cell_size,
             interest_inner,
@@ -270,6 +337,10 @@ impl From<TransformSyncConfig> for TransformSyncTable {
             predicted_authoritative_archetypes,
             input_max_speed,
             input_max_dt,
+            rewind_history_ticks,
+            rewind_max_unlag,
+            lag_comp_rtt_cutoff_ms,
+            hit_radius,
             interest_enabled,
             interest_cell_size,
             interest_inner,

@@ -169,6 +169,15 @@ impl Connection {
         matches!(self.phase, Phase::Live(_))
     }
 
+    /// The transport measured a round trip: a live participant's lag
+    /// profile for fire resolution follows it (nothing before the
+    /// handshake).
+    pub fn handle_round_trip(&self, rtt: std::time::Duration) {
+        if let Phase::Live(live) = &self.phase {
+            self.deps.hub.handle_round_trip(live.participant_id, rtt);
+        }
+    }
+
     /// Handles one reliable inbound envelope.
     pub async fn handle_envelope(&mut self, envelope: Envelope) -> Flow {
         self.deps

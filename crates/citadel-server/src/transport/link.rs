@@ -97,6 +97,16 @@ pub enum Inbound {
     Datagram(Bytes),
     /// Traffic that carries no envelope (a ping or pong): the peer is alive.
     Activity,
+    /// A round trip the transport measured (WebSocket ping/pong, QUIC path
+    /// statistics), for lag compensation. `heard` is whether it came with
+    /// traffic from the peer (a pong) rather than from local statistics,
+    /// which never keep a silent connection alive.
+    RoundTrip {
+        /// The measured round-trip time.
+        rtt: Duration,
+        /// Whether the peer sent something.
+        heard: bool,
+    },
     /// The input is over, for this reason.
     End(CloseReason),
 }
@@ -176,13 +186,19 @@ async fn read_loop(
             }
             inbound = source.next() => inbound,
         };
+        if let Inbound::RoundTrip { rtt, heard } = inbound {
+            connection.handle_round_trip(rtt);
+            if !heard {
+                continue;
+            }
+        }
         if settings.idle_timeout.is_some() {
             last_heard = Instant::now();
         }
         let flow = match inbound {
             Inbound::End(reason) => return reason,
             _ if draining.is_some() => continue,
-            Inbound::Activity => continue,
+            Inbound::Activity | Inbound::RoundTrip { .. } => continue,
             Inbound::Stream(bytes) => {
                 metrics
                     .bytes_in

@@ -172,4 +172,8 @@ impl Session for QuicSession {
     fn close(&self, code: u32, reason: &[u8]) {
         self.0.close(quinn::VarInt::from_u32(code), reason);
     }
+
+    fn rtt(&self) -> Duration {
+        self.0.rtt()
+    }
 }

@@ -11,6 +11,7 @@
 //! connection is gone); `send_stream` in send order; `close` once.
 
 use std::future::Future;
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::io::AsyncRead;
@@ -64,4 +65,6 @@ pub trait Session: Clone + Send + Sync + 'static {
     fn wait_acked(sent: Self::Sent) -> impl Future<Output = ()> + Send;
     /// Closes the connection with an application code and reason.
     fn close(&self, code: u32, reason: &[u8]);
+    /// The path's current smoothed round-trip estimate.
+    fn rtt(&self) -> Duration;
 }

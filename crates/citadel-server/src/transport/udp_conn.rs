@@ -9,7 +9,8 @@
 //!   bounded channel;
 //! - this task runs the shared reader core ([`super::link::drive`]) over
 //!   [`SessionSource`]: decoded stream envelopes and the session's
-//!   datagrams, fed to the gateway's connection;
+//!   datagrams, fed to the gateway's connection, plus the path's
+//!   round-trip estimate once a second (lag compensation);
 //! - the writer task drains the [`Outbound`]: reliable frames as one
 //!   server-opened unidirectional stream per batch, opened, written and
 //!   finished one after another by this single task (so stream ids grow in
@@ -43,6 +44,8 @@ const DATAGRAMS_PER_BATCH: usize = 64;
 const CLOSE_FLUSH: Duration = Duration::from_secs(1);
 /// Bytes read from a client stream at once.
 const STREAM_READ_CHUNK: usize = 16 * 1024;
+/// How often the path's round-trip estimate feeds lag compensation.
+const RTT_SAMPLE_EVERY: Duration = Duration::from_secs(1);
 
 enum StreamInput {
     Frame(Envelope),
@@ -83,6 +86,7 @@ pub async fn handle_session<S: Session>(session: S, deps: TransportDeps, setting
         session: &session,
         streams: rx,
         datagrams_read: 0,
+        rtt_samples: tokio::time::interval(RTT_SAMPLE_EVERY),
     };
     let reason = drive(
         &mut source,
@@ -107,6 +111,8 @@ struct SessionSource<'a, S> {
     session: &'a S,
     streams: mpsc::Receiver<StreamInput>,
     datagrams_read: u64,
+    /// When to read the path's round-trip estimate next (first at once).
+    rtt_samples: tokio::time::Interval,
 }
 
 impl<S: Session> Source for SessionSource<'_, S> {
@@ -123,6 +129,10 @@ impl<S: Session> Source for SessionSource<'_, S> {
                     self.datagrams_read += 1;
                     Inbound::Datagram(datagram)
                 }
+            },
+            _ = self.rtt_samples.tick() => Inbound::RoundTrip {
+                rtt: self.session.rtt(),
+                heard: false,
             },
         }
     }

@@ -153,4 +153,8 @@ impl Session for WtSession {
     fn close(&self, code: u32, reason: &[u8]) {
         self.0.close(wtransport::VarInt::from_u32(code), reason);
     }
+
+    fn rtt(&self) -> std::time::Duration {
+        self.0.quic_connection().rtt()
+    }
 }

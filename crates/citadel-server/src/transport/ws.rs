@@ -4,7 +4,9 @@
 //! reads messages through [`WsSource`] (a frame may span messages and a
 //! message may hold several frames) and feeds each envelope to the gateway's
 //! connection; a writer task drains the connection's [`Outbound`] and
-//! coalesces a batch of frames into one binary message, pinging when idle.
+//! coalesces a batch of frames into one binary message, pinging when idle
+//! (at least every 2 s while heartbeats are on); each ping carries a stamp
+//! and its pong becomes the connection's round trip (lag compensation).
 //! Text messages and framing errors close the connection with a reason.
 //! What it is not: it routes nothing itself.
 
@@ -37,6 +39,52 @@ const CLOSE_LINGER: Duration = Duration::from_secs(1);
 
 /// Per-connection WebSocket read buffer (tungstenite's default is 128 KiB).
 const WS_READ_BUFFER_BYTES: usize = 4 * 1024;
+
+/// Longest gap between pings while heartbeats are on, so lag compensation
+/// follows the round trip even under a long `heartbeat_interval_ms`.
+const RTT_PING_EVERY: Duration = Duration::from_secs(2);
+
+/// The round-trip clock of one socket: the writer stamps each ping with
+/// the microseconds since `origin`, the reader turns the matching pong
+/// into a round trip. Only the newest outstanding stamp is accepted, once,
+/// so a client cannot invent round trips with unsolicited pongs (it can
+/// only delay its answer, which lag compensation bounds by `max_unlag`
+/// and the RTT cutoff).
+#[derive(Debug)]
+struct PingClock {
+    origin: Instant,
+    outstanding: std::sync::atomic::AtomicU64,
+}
+
+impl PingClock {
+    fn new() -> Self {
+        PingClock {
+            origin: Instant::now(),
+            outstanding: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// The payload of the next ping (never 0, which means "none").
+    fn stamp(&self) -> [u8; 8] {
+        let micros = (self.origin.elapsed().as_micros() as u64).max(1);
+        self.outstanding.store(micros, Ordering::Relaxed);
+        micros.to_be_bytes()
+    }
+
+    /// The round trip a pong with `payload` closes, if it answers the
+    /// outstanding ping.
+    fn pong(&self, payload: &[u8]) -> Option<Duration> {
+        let stamp = u64::from_be_bytes(payload.try_into().ok()?);
+        if stamp == 0 {
+            return None;
+        }
+        self.outstanding
+            .compare_exchange(stamp, 0, Ordering::Relaxed, Ordering::Relaxed)
+            .ok()?;
+        let now = self.origin.elapsed().as_micros() as u64;
+        Some(Duration::from_micros(now.saturating_sub(stamp)))
+    }
+}
 
 /// What every WebSocket connection of a node is built with.
 #[derive(Debug, Clone)]
@@ -150,13 +198,15 @@ async fn handle_socket(
     };
     let outbound = settings.link.outbound(deps.metrics.clone());
     let (sink, stream) = ws.split();
+    let clock = Arc::new(PingClock::new());
     let writer = tokio::spawn(run_writer(
         sink,
         outbound.clone(),
         deps.metrics.clone(),
         settings.clone(),
+        clock.clone(),
     ));
-    let mut source = WsSource { stream };
+    let mut source = WsSource { stream, clock };
     let reason = drive(
         &mut source,
         &deps.gateway,
@@ -186,6 +236,7 @@ async fn handle_socket(
 /// The reading half of a WebSocket, as the reader core sees it.
 struct WsSource {
     stream: Stream,
+    clock: Arc<PingClock>,
 }
 
 impl Source for WsSource {
@@ -204,7 +255,11 @@ impl Source for WsSource {
             }
             Some(Ok(Message::Text(_))) => Inbound::End(CloseReason::TextMessage),
             Some(Ok(Message::Binary(data))) => Inbound::Stream(data),
-            Some(Ok(_)) => Inbound::Activity, // ping, pong, raw frames
+            Some(Ok(Message::Pong(payload))) => match self.clock.pong(&payload[..]) {
+                Some(rtt) => Inbound::RoundTrip { rtt, heard: true },
+                None => Inbound::Activity,
+            },
+            Some(Ok(_)) => Inbound::Activity, // ping, raw frames
         }
     }
 }
@@ -215,9 +270,10 @@ async fn run_writer(
     outbound: Outbound,
     metrics: Arc<Metrics>,
     settings: Arc<WsSettings>,
+    clock: Arc<PingClock>,
 ) {
     let max_batch = settings.link.max_coalesced_bytes;
-    let ping_every = settings.ping_every;
+    let ping_every = settings.ping_every.map(|p| p.min(RTT_PING_EVERY));
     let aborted = outbound.aborted();
     let mut next_ping = ping_every.map(|p| Instant::now() + p);
     loop {
@@ -225,7 +281,8 @@ async fn run_writer(
             _ = aborted.cancelled() => break,
             _ = tokio::time::sleep_until(next_ping.unwrap_or_else(Instant::now)), if next_ping.is_some() => {
                 next_ping = ping_every.map(|p| Instant::now() + p);
-                if send_or_abort(&mut sink, Message::Ping(Default::default()), &outbound).await.is_err() {
+                let stamp = clock.stamp().to_vec();
+                if send_or_abort(&mut sink, Message::Ping(stamp.into()), &outbound).await.is_err() {
                     break;
                 }
                 continue;
