@@ -353,6 +353,13 @@ impl Authority {
                 owner_epoch,
             },
         );
+        if let Some(pair) = conn.pairs.get_mut(&object_id)
+            && pair.version != version
+        {
+            // The client speaks another accepted version: re-baseline in it.
+            pair.version = version;
+            pair.reset();
+        }
         let mut applied = Vec::new();
         let mut writes = Vec::new();
         for (f, v) in bunch.values {

@@ -137,7 +137,7 @@ pub(crate) struct Pair {
 }
 
 impl Pair {
-    fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.acked = None;
         self.pending.clear();
         self.last_sent_rev = 0;
@@ -197,6 +197,8 @@ pub(crate) struct Conn {
     pub pairs: BTreeMap<u32, Pair>,
     pub bindings: BTreeMap<u32, Binding>,
     pub cooldowns: BTreeMap<(u32, u16), u64>,
+    /// Layout version index per class this client was built with.
+    pub class_versions: BTreeMap<u32, usize>,
     pub buckets: Buckets,
 }
 
@@ -430,6 +432,7 @@ impl Authority {
                 pairs: BTreeMap::new(),
                 bindings: BTreeMap::new(),
                 cooldowns: BTreeMap::new(),
+                class_versions: BTreeMap::new(),
                 buckets: Buckets {
                     bunches: Bucket::new(l.bunches_per_sec, now_ms),
                     bytes: Bucket::new(l.bytes_per_sec, now_ms),
@@ -456,6 +459,36 @@ impl Authority {
         c.pairs.clear();
         c.bindings.clear();
         c.cooldowns.clear();
+        Ok(())
+    }
+
+    /// Declares the layout version of `class_id` a connection's client was
+    /// built with (compatible classes, §6.4): its bunches of that class use
+    /// that version's exact schema. A full proposal at another accepted
+    /// version rebinds it.
+    pub fn set_client_version(
+        &mut self,
+        conn: ConnId,
+        class_id: u32,
+        layout_version: u32,
+    ) -> Result<(), ApiError> {
+        let idx = self
+            .classes
+            .get(&class_id)
+            .ok_or(ApiError::UnknownClass)?
+            .version_index(layout_version)
+            .ok_or(ApiError::Value(ValueError::Domain))?;
+        let c = self
+            .conns
+            .get_mut(&conn)
+            .ok_or(ApiError::UnknownConnection)?;
+        c.class_versions.insert(class_id, idx);
+        for (id, pair) in c.pairs.iter_mut() {
+            if self.objects.get(id).is_some_and(|o| o.class == class_id) && pair.version != idx {
+                pair.version = idx;
+                pair.reset();
+            }
+        }
         Ok(())
     }
 
@@ -651,7 +684,13 @@ impl Authority {
             if conn.pairs.contains_key(&id) {
                 continue;
             }
-            let version = conn.bindings.get(&id).map_or(0, |b| b.version);
+            let class = self.objects.get(&id).map_or(0, |o| o.class);
+            let version = conn
+                .bindings
+                .get(&id)
+                .map(|b| b.version)
+                .or_else(|| conn.class_versions.get(&class).copied())
+                .unwrap_or(0);
             conn.pairs.insert(
                 id,
                 Pair {

@@ -112,6 +112,17 @@ pub enum ProposeError {
     Encode(citadel_wire::EncodeError),
 }
 
+impl std::fmt::Display for ProposeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProposeError::UnknownObject => f.write_str("object not held yet"),
+            ProposeError::Encode(e) => write!(f, "proposal does not encode: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ProposeError {}
+
 /// One entry of a received kind-15 table, checked locally.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SchemaCheck {
