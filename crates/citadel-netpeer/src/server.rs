@@ -1,0 +1,893 @@
+//! The server authority: registered classes, objects in matches, connected
+//! receivers, and the server → client state flow of §6.2.
+//!
+//! Per (object, receiver) pair: the last acked state (token + shared
+//! snapshot) and the pending sends keyed by `result_id` (tokens from the one
+//! global allocator). A pair with no acked base gets a full bunch; later
+//! sends are the cumulative delta against the acked state. Reaching the
+//! pending cap, a collection delta over the collection cap, or the oldest
+//! pending send outliving the ack timeout re-baselines the pair (acked and
+//! pending dropped, full bunch). Acks advance a pair only to an outstanding,
+//! strictly newer token. Relevance comes from the grid (`interest`);
+//! leaving it drops the pair. With `shared_quantized_state` the values
+//! section of each (object revision, base revision, visibility, version) is
+//! encoded once per tick and spliced after each receiver's own header
+//! (`encode`); the bytes equal the default path's.
+//!
+//! What it is not: IO, clocks or Lua (the node drives it with `now_ms`), or
+//! the proposal pipeline (`proposal`). Call order: `register_class`,
+//! `connect`, `spawn`/`set`/… (trusted), `handle_ack`/`handle_proposal`
+//! (untrusted input), `tick(now_ms)`, then `poll_output` until `None`.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use citadel_wire::ack::AckWindow;
+use citadel_wire::baseline::TokenAllocator;
+use citadel_wire::netpeer::{BunchBase, FieldValue, RepAck, RepSchema, RepSchemaEntry};
+use citadel_wire::protocol::{KIND_REP_DELTA, KIND_REP_SCHEMA};
+
+use crate::class::{Class, ClassError, ClassSpec};
+use crate::encode::{
+    Planned, SharedValues, Snapshot, assemble, encode_direct, plan, values_section,
+};
+use crate::interest::{Grid, dist2, normalized};
+use crate::limits::{AuthorityConfig, Bucket};
+use crate::value::{Items, Value, ValueError, default_value, quantize, quantize_items};
+
+/// A connection id chosen by the driver.
+pub type ConnId = u64;
+
+/// One addressed envelope body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outgoing {
+    /// Recipient.
+    pub conn: ConnId,
+    /// Envelope kind (13, or 15 for a schema table).
+    pub kind: u16,
+    /// Body.
+    pub body: Bytes,
+}
+
+/// Why a trusted call was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiError {
+    /// No such class.
+    UnknownClass,
+    /// No such object.
+    UnknownObject,
+    /// No such field in the class.
+    UnknownField,
+    /// No such connection.
+    UnknownConnection,
+    /// The value does not fit the field.
+    Value(ValueError),
+    /// Object ids are exhausted.
+    IdsExhausted,
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = match self {
+            ApiError::UnknownClass => "unknown class",
+            ApiError::UnknownObject => "unknown object",
+            ApiError::UnknownField => "unknown field",
+            ApiError::UnknownConnection => "unknown connection",
+            ApiError::Value(ValueError::Type) => "value type does not match the field",
+            ApiError::Value(ValueError::Domain) => "value outside the field's domain",
+            ApiError::IdsExhausted => "object ids exhausted",
+        };
+        f.write_str(s)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+/// Counters for `/metrics`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Full bunches sent (every cause).
+    pub fulls: u64,
+    /// Fulls forced by the pending cap.
+    pub full_pending_cap: u64,
+    /// Fulls forced by the collection cap.
+    pub full_collection_cap: u64,
+    /// Fulls forced by the ack timeout.
+    pub full_ack_timeout: u64,
+    /// Correction fulls sent to vetoed owners.
+    pub full_correction: u64,
+    /// Delta bunches sent.
+    pub deltas: u64,
+    /// Kind-13 body bytes sent.
+    pub bunch_bytes: u64,
+    /// Ack entries that advanced a baseline.
+    pub acks_advanced: u64,
+    /// Ack entries ignored (unknown pair, stale, not outstanding).
+    pub acks_ignored: u64,
+    /// Kind-14 bodies that failed to decode.
+    pub acks_malformed: u64,
+    /// Proposals applied (possibly partly vetoed).
+    pub proposals_applied: u64,
+    /// Proposal rejections per reason (index = `Rejection as usize`).
+    pub rejected: [u64; crate::proposal::Rejection::ALL.len()],
+    /// Rebroadcasts cut short by the proposer's byte budget.
+    pub rebroadcast_budget_stops: u64,
+    /// Sends skipped because the token space is exhausted.
+    pub tokens_exhausted: u64,
+    /// Pairs created by relevance entry.
+    pub relevance_enter: u64,
+    /// Pairs dropped by relevance exit.
+    pub relevance_exit: u64,
+}
+
+pub(crate) struct Pending {
+    pub token: u64,
+    pub snap: Arc<Snapshot>,
+    pub sent_ms: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct Pair {
+    pub acked: Option<(u64, Arc<Snapshot>)>,
+    pub pending: VecDeque<Pending>,
+    pub last_sent_rev: u64,
+    /// Index into the class's versions.
+    pub version: usize,
+}
+
+impl Pair {
+    pub(crate) fn reset(&mut self) {
+        self.acked = None;
+        self.pending.clear();
+        self.last_sent_rev = 0;
+    }
+}
+
+pub(crate) struct CacheEntry {
+    base_rev: u64,
+    owner: bool,
+    version: usize,
+    planned: Planned,
+    shared: Option<SharedValues>,
+}
+
+pub(crate) struct Object {
+    pub class: u32,
+    pub match_id: u32,
+    pub owner: Option<ConnId>,
+    pub owner_epoch: u32,
+    pub persistent: bool,
+    pub cur: Arc<Snapshot>,
+    pub published: bool,
+    pub position: [f32; 3],
+    pub cache: Vec<CacheEntry>,
+}
+
+impl Object {
+    fn write(&mut self) -> &mut Snapshot {
+        if self.published {
+            let snap = Arc::make_mut(&mut self.cur);
+            snap.rev += 1;
+            self.published = false;
+            self.cache.clear();
+            snap
+        } else {
+            Arc::make_mut(&mut self.cur)
+        }
+    }
+}
+
+pub(crate) struct Binding {
+    pub version: usize,
+    pub last_result: u64,
+    pub owner_epoch: u32,
+}
+
+pub(crate) struct Buckets {
+    pub bunches: Bucket,
+    pub bytes: Bucket,
+    pub fields: Bucket,
+}
+
+pub(crate) struct Conn {
+    pub match_id: u32,
+    pub guest: bool,
+    pub viewer: Option<[f32; 3]>,
+    pub pairs: BTreeMap<u32, Pair>,
+    pub bindings: BTreeMap<u32, Binding>,
+    pub cooldowns: BTreeMap<(u32, u16), u64>,
+    /// Layout version index per class this client was built with.
+    pub class_versions: BTreeMap<u32, usize>,
+    pub buckets: Buckets,
+}
+
+/// Why a pair is sent now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cause {
+    Normal,
+    Timeout,
+    Correction,
+}
+
+/// The NetworkPeer authority of one node.
+pub struct Authority {
+    pub(crate) config: AuthorityConfig,
+    pub(crate) classes: BTreeMap<u32, Class>,
+    pub(crate) objects: BTreeMap<u32, Object>,
+    pub(crate) conns: BTreeMap<ConnId, Conn>,
+    pub(crate) tokens: TokenAllocator,
+    next_object: Option<u32>,
+    pub(crate) out: VecDeque<Outgoing>,
+    pub(crate) counters: Counters,
+}
+
+/// What `send_pair` needs besides the pair and object.
+pub(crate) struct SendCtx<'a> {
+    pub config: &'a AuthorityConfig,
+    pub tokens: &'a mut TokenAllocator,
+    pub counters: &'a mut Counters,
+    pub out: &'a mut VecDeque<Outgoing>,
+}
+
+impl Authority {
+    /// An authority; `config` must validate.
+    pub fn new(config: AuthorityConfig) -> Result<Self, &'static str> {
+        config.validate()?;
+        Ok(Authority {
+            config,
+            classes: BTreeMap::new(),
+            objects: BTreeMap::new(),
+            conns: BTreeMap::new(),
+            tokens: TokenAllocator::new(),
+            next_object: Some(1),
+            out: VecDeque::new(),
+            counters: Counters::default(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &AuthorityConfig {
+        &self.config
+    }
+    /// Counters so far.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    // ---- trusted API ------------------------------------------------------
+
+    /// Registers a class (trusted code only).
+    pub fn register_class(&mut self, spec: ClassSpec) -> Result<(), ClassError> {
+        if self.classes.contains_key(&spec.class_id) {
+            return Err(ClassError::Duplicate);
+        }
+        let class = Class::compile(spec)?;
+        self.classes.insert(class.id(), class);
+        Ok(())
+    }
+
+    /// A registered class.
+    pub fn class(&self, class_id: u32) -> Option<&Class> {
+        self.classes.get(&class_id)
+    }
+
+    /// Spawns an object with default values in `match_id`.
+    pub fn spawn(
+        &mut self,
+        class_id: u32,
+        match_id: u32,
+        owner: Option<ConnId>,
+        persistent: bool,
+    ) -> Result<u32, ApiError> {
+        let class = self.classes.get(&class_id).ok_or(ApiError::UnknownClass)?;
+        let id = self.next_object.ok_or(ApiError::IdsExhausted)?;
+        self.next_object = id.checked_add(1);
+        let values = class
+            .fields()
+            .iter()
+            .map(|f| default_value(&f.codec))
+            .collect();
+        self.objects.insert(
+            id,
+            Object {
+                class: class_id,
+                match_id,
+                owner,
+                owner_epoch: u32::from(owner.is_some()),
+                persistent,
+                cur: Arc::new(Snapshot { rev: 1, values }),
+                published: false,
+                position: [0.0; 3],
+                cache: Vec::new(),
+            },
+        );
+        Ok(id)
+    }
+
+    /// Removes an object and every baseline of it. Kinds 13-15 carry no
+    /// removal: the game tells clients through its own messages.
+    pub fn despawn(&mut self, object_id: u32) -> bool {
+        if self.objects.remove(&object_id).is_none() {
+            return false;
+        }
+        for conn in self.conns.values_mut() {
+            conn.pairs.remove(&object_id);
+            conn.bindings.remove(&object_id);
+            conn.cooldowns.retain(|(o, _), _| *o != object_id);
+        }
+        true
+    }
+
+    fn field_codec(
+        &self,
+        object_id: u32,
+        field: u16,
+    ) -> Result<&citadel_wire::netpeer::FieldCodec, ApiError> {
+        let obj = self
+            .objects
+            .get(&object_id)
+            .ok_or(ApiError::UnknownObject)?;
+        let class = self.classes.get(&obj.class).ok_or(ApiError::UnknownClass)?;
+        class
+            .fields()
+            .get(usize::from(field))
+            .map(|f| &f.codec)
+            .ok_or(ApiError::UnknownField)
+    }
+
+    /// Writes a plain field (quantized to what receivers reconstruct).
+    pub fn set(&mut self, object_id: u32, field: u16, value: &FieldValue) -> Result<(), ApiError> {
+        let v = quantize(self.field_codec(object_id, field)?, value).map_err(ApiError::Value)?;
+        self.put(object_id, field, v)
+    }
+
+    /// Replaces a collection field's items.
+    pub fn set_items(&mut self, object_id: u32, field: u16, items: Items) -> Result<(), ApiError> {
+        let v =
+            quantize_items(self.field_codec(object_id, field)?, items).map_err(ApiError::Value)?;
+        self.put(object_id, field, v)
+    }
+
+    pub(crate) fn put(&mut self, object_id: u32, field: u16, v: Value) -> Result<(), ApiError> {
+        let obj = self
+            .objects
+            .get_mut(&object_id)
+            .ok_or(ApiError::UnknownObject)?;
+        if obj.cur.values[usize::from(field)].same(&v) {
+            return Ok(());
+        }
+        obj.write().values[usize::from(field)] = v;
+        Ok(())
+    }
+
+    /// The object's current values (field order).
+    pub fn values(&self, object_id: u32) -> Option<&[Value]> {
+        self.objects.get(&object_id).map(|o| &o.cur.values[..])
+    }
+
+    /// The object's class id.
+    pub fn class_of(&self, object_id: u32) -> Option<u32> {
+        self.objects.get(&object_id).map(|o| o.class)
+    }
+
+    /// The recorded owner.
+    pub fn owner_of(&self, object_id: u32) -> Option<ConnId> {
+        self.objects.get(&object_id).and_then(|o| o.owner)
+    }
+
+    /// Assigns (or clears) the owner; bumps the owner epoch, drops the old
+    /// owner's proposal binding and re-baselines both owners' pairs (their
+    /// visible field sets change).
+    pub fn set_owner(&mut self, object_id: u32, owner: Option<ConnId>) -> Result<(), ApiError> {
+        let obj = self
+            .objects
+            .get_mut(&object_id)
+            .ok_or(ApiError::UnknownObject)?;
+        let old = obj.owner;
+        obj.owner = owner;
+        obj.owner_epoch = obj.owner_epoch.wrapping_add(1);
+        for c in [old, owner].into_iter().flatten() {
+            if let Some(conn) = self.conns.get_mut(&c) {
+                conn.bindings.remove(&object_id);
+                if let Some(p) = conn.pairs.get_mut(&object_id) {
+                    p.reset();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets the interest position of an object whose class has no position
+    /// field.
+    pub fn set_position(&mut self, object_id: u32, position: [f32; 3]) -> Result<(), ApiError> {
+        let obj = self
+            .objects
+            .get_mut(&object_id)
+            .ok_or(ApiError::UnknownObject)?;
+        obj.position = position;
+        Ok(())
+    }
+
+    /// Moves an object to another match (its pairs leave with the next tick).
+    pub fn move_object(&mut self, object_id: u32, match_id: u32) -> Result<(), ApiError> {
+        let obj = self
+            .objects
+            .get_mut(&object_id)
+            .ok_or(ApiError::UnknownObject)?;
+        obj.match_id = match_id;
+        Ok(())
+    }
+
+    /// Admits a connection into match 0; its first tick bootstraps full
+    /// baselines of everything relevant.
+    pub fn connect(&mut self, conn: ConnId, guest: bool, now_ms: u64) {
+        let l = &self.config.limits;
+        self.conns.insert(
+            conn,
+            Conn {
+                match_id: 0,
+                guest,
+                viewer: None,
+                pairs: BTreeMap::new(),
+                bindings: BTreeMap::new(),
+                cooldowns: BTreeMap::new(),
+                class_versions: BTreeMap::new(),
+                buckets: Buckets {
+                    bunches: Bucket::new(l.bunches_per_sec, now_ms),
+                    bytes: Bucket::new(l.bytes_per_sec, now_ms),
+                    fields: Bucket::new(l.fields_per_sec, now_ms),
+                },
+            },
+        );
+    }
+
+    /// Forgets a connection (its objects keep their recorded owner until
+    /// trusted code reassigns them).
+    pub fn disconnect(&mut self, conn: ConnId) -> bool {
+        self.conns.remove(&conn).is_some()
+    }
+
+    /// Moves a connection to another match: every baseline and binding is
+    /// dropped, the new match's objects arrive as full bunches.
+    pub fn move_connection(&mut self, conn: ConnId, match_id: u32) -> Result<(), ApiError> {
+        let c = self
+            .conns
+            .get_mut(&conn)
+            .ok_or(ApiError::UnknownConnection)?;
+        c.match_id = match_id;
+        c.pairs.clear();
+        c.bindings.clear();
+        c.cooldowns.clear();
+        Ok(())
+    }
+
+    /// Declares the layout version of `class_id` a connection's client was
+    /// built with (compatible classes, §6.4): its bunches of that class use
+    /// that version's exact schema. A full proposal at another accepted
+    /// version rebinds it.
+    pub fn set_client_version(
+        &mut self,
+        conn: ConnId,
+        class_id: u32,
+        layout_version: u32,
+    ) -> Result<(), ApiError> {
+        let idx = self
+            .classes
+            .get(&class_id)
+            .ok_or(ApiError::UnknownClass)?
+            .version_index(layout_version)
+            .ok_or(ApiError::Value(ValueError::Domain))?;
+        let c = self
+            .conns
+            .get_mut(&conn)
+            .ok_or(ApiError::UnknownConnection)?;
+        c.class_versions.insert(class_id, idx);
+        for (id, pair) in c.pairs.iter_mut() {
+            if self.objects.get(id).is_some_and(|o| o.class == class_id) && pair.version != idx {
+                pair.version = idx;
+                pair.reset();
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets the viewer position of a connection (`None`: no interest
+    /// filter, the whole match is relevant).
+    pub fn set_viewer(&mut self, conn: ConnId, viewer: Option<[f32; 3]>) -> Result<(), ApiError> {
+        let c = self
+            .conns
+            .get_mut(&conn)
+            .ok_or(ApiError::UnknownConnection)?;
+        c.viewer = viewer;
+        Ok(())
+    }
+
+    /// The objects a connection currently holds a baseline pair for.
+    pub fn relevant(&self, conn: ConnId) -> Vec<u32> {
+        self.conns
+            .get(&conn)
+            .map(|c| c.pairs.keys().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// The optional kind-15 table of every registered class (current
+    /// versions). The node does not send it by default (the reference
+    /// server never does); full bunches carry the identity.
+    pub fn schema_table(&self) -> Bytes {
+        let table = RepSchema {
+            entries: self
+                .classes
+                .values()
+                .map(|c| RepSchemaEntry {
+                    class_id: c.id(),
+                    schema_hash: *c.current().schema_hash(),
+                    layout_version: c.current().layout_version(),
+                })
+                .collect(),
+        };
+        let mut body = Vec::new();
+        table.encode_into(&mut body);
+        Bytes::from(body)
+    }
+
+    /// Queues the schema table for a connection (kind 15).
+    pub fn send_schema_table(&mut self, conn: ConnId) {
+        let body = self.schema_table();
+        self.out.push_back(Outgoing {
+            conn,
+            kind: KIND_REP_SCHEMA,
+            body,
+        });
+    }
+
+    // ---- untrusted input: acks ---------------------------------------------
+
+    /// Handles a kind-14 body: each entry advances its pair only to an
+    /// outstanding, strictly newer token. Returns the entries that advanced.
+    pub fn handle_ack(&mut self, conn: ConnId, body: &[u8]) -> usize {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return 0;
+        };
+        let Ok(ack) = RepAck::decode(body) else {
+            self.counters.acks_malformed += 1;
+            return 0;
+        };
+        let mut advanced = 0;
+        for e in &ack.entries {
+            let (Some(pair), Ok(window)) = (
+                c.pairs.get_mut(&e.object_id),
+                AckWindow::from_wire(e.acked_result_id, e.history),
+            ) else {
+                self.counters.acks_ignored += 1;
+                continue;
+            };
+            // Pending tokens are ascending and all newer than the acked one.
+            match pair.pending.iter().rposition(|p| window.contains(p.token)) {
+                Some(i) => {
+                    let p = pair.pending.drain(..=i).next_back();
+                    if let Some(p) = p {
+                        pair.acked = Some((p.token, p.snap));
+                    }
+                    advanced += 1;
+                }
+                None => self.counters.acks_ignored += 1,
+            }
+        }
+        self.counters.acks_advanced += advanced as u64;
+        advanced
+    }
+
+    // ---- the tick ----------------------------------------------------------
+
+    /// Updates relevance and sends every pair whose object changed since
+    /// its last send, or whose oldest pending send timed out.
+    pub fn tick(&mut self, now_ms: u64) {
+        let (cell, inner, outer) = normalized(&self.config.interest);
+        let mut grids: BTreeMap<u32, Grid> = BTreeMap::new();
+        {
+            let mut by_match: BTreeMap<u32, Vec<(u32, [f32; 3])>> = BTreeMap::new();
+            for (&id, o) in &self.objects {
+                by_match
+                    .entry(o.match_id)
+                    .or_default()
+                    .push((id, self.position_of(o)));
+            }
+            for (m, list) in by_match {
+                grids.insert(m, Grid::build(cell, list.into_iter()));
+            }
+        }
+        let conn_ids: Vec<ConnId> = self.conns.keys().copied().collect();
+        let mut candidates = Vec::new();
+        for conn_id in conn_ids {
+            self.update_relevance(conn_id, &grids, inner, outer, &mut candidates);
+            self.send_conn(conn_id, now_ms);
+        }
+    }
+
+    fn position_of(&self, o: &Object) -> [f32; 3] {
+        let field = self
+            .classes
+            .get(&o.class)
+            .and_then(|c| c.spec().position_field);
+        match field.and_then(|f| o.cur.values.get(usize::from(f))) {
+            Some(Value::Plain(FieldValue::Vector3(p))) => *p,
+            _ => o.position,
+        }
+    }
+
+    fn update_relevance(
+        &mut self,
+        conn_id: ConnId,
+        grids: &BTreeMap<u32, Grid>,
+        inner: f32,
+        outer: f32,
+        candidates: &mut Vec<u32>,
+    ) {
+        let Some(conn) = self.conns.get(&conn_id) else {
+            return;
+        };
+        let (match_id, viewer) = (conn.match_id, conn.viewer);
+        let mut exits = Vec::new();
+        for &id in conn.pairs.keys() {
+            let keep = self.objects.get(&id).is_some_and(|o| {
+                o.match_id == match_id
+                    && (o.owner == Some(conn_id)
+                        || viewer.is_none_or(|v| dist2(v, self.position_of(o)) <= outer * outer))
+            });
+            if !keep {
+                exits.push(id);
+            }
+        }
+        let mut enters = Vec::new();
+        match viewer {
+            None => enters.extend(
+                self.objects
+                    .iter()
+                    .filter(|(id, o)| o.match_id == match_id && !conn.pairs.contains_key(id))
+                    .map(|(id, _)| *id),
+            ),
+            Some(v) => {
+                if let Some(grid) = grids.get(&match_id) {
+                    grid.candidates(v, candidates);
+                    for &id in candidates.iter() {
+                        if conn.pairs.contains_key(&id) {
+                            continue;
+                        }
+                        if let Some(o) = self.objects.get(&id)
+                            && dist2(v, self.position_of(o)) <= inner * inner
+                        {
+                            enters.push(id);
+                        }
+                    }
+                }
+                enters.extend(
+                    self.objects
+                        .iter()
+                        .filter(|(id, o)| {
+                            o.match_id == match_id
+                                && o.owner == Some(conn_id)
+                                && !conn.pairs.contains_key(id)
+                        })
+                        .map(|(id, _)| *id),
+                );
+            }
+        }
+        let Some(conn) = self.conns.get_mut(&conn_id) else {
+            return;
+        };
+        for id in exits {
+            conn.pairs.remove(&id);
+            self.counters.relevance_exit += 1;
+        }
+        for id in enters {
+            if conn.pairs.contains_key(&id) {
+                continue;
+            }
+            let class = self.objects.get(&id).map_or(0, |o| o.class);
+            let version = conn
+                .bindings
+                .get(&id)
+                .map(|b| b.version)
+                .or_else(|| conn.class_versions.get(&class).copied())
+                .unwrap_or(0);
+            conn.pairs.insert(
+                id,
+                Pair {
+                    version,
+                    ..Pair::default()
+                },
+            );
+            self.counters.relevance_enter += 1;
+        }
+    }
+
+    fn send_conn(&mut self, conn_id: ConnId, now_ms: u64) {
+        let Authority {
+            config,
+            classes,
+            objects,
+            conns,
+            tokens,
+            out,
+            counters,
+            ..
+        } = self;
+        let Some(conn) = conns.get_mut(&conn_id) else {
+            return;
+        };
+        let mut ctx = SendCtx {
+            config,
+            tokens,
+            counters,
+            out,
+        };
+        for (&id, pair) in conn.pairs.iter_mut() {
+            let Some(obj) = objects.get_mut(&id) else {
+                continue;
+            };
+            let Some(class) = classes.get(&obj.class) else {
+                continue;
+            };
+            let timed_out = pair
+                .pending
+                .front()
+                .is_some_and(|p| now_ms >= p.sent_ms.saturating_add(config.ack_timeout_ms));
+            let in_sync = pair
+                .acked
+                .as_ref()
+                .is_some_and(|(_, s)| s.rev == obj.cur.rev);
+            if timed_out && in_sync {
+                pair.pending.clear();
+            } else if timed_out {
+                send_pair(
+                    &mut ctx,
+                    class,
+                    obj,
+                    id,
+                    conn_id,
+                    pair,
+                    now_ms,
+                    Cause::Timeout,
+                );
+            } else if obj.cur.rev > pair.last_sent_rev {
+                send_pair(
+                    &mut ctx,
+                    class,
+                    obj,
+                    id,
+                    conn_id,
+                    pair,
+                    now_ms,
+                    Cause::Normal,
+                );
+            }
+        }
+    }
+
+    /// Next addressed body, in queue order.
+    pub fn poll_output(&mut self) -> Option<Outgoing> {
+        self.out.pop_front()
+    }
+}
+
+/// Sends one pair's bunch now; returns the body length (0 = nothing sent).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn send_pair(
+    ctx: &mut SendCtx<'_>,
+    class: &Class,
+    obj: &mut Object,
+    object_id: u32,
+    conn_id: ConnId,
+    pair: &mut Pair,
+    now_ms: u64,
+    cause: Cause,
+) -> usize {
+    if cause != Cause::Normal || pair.pending.len() >= ctx.config.pending_cap {
+        match cause {
+            Cause::Timeout => ctx.counters.full_ack_timeout += 1,
+            Cause::Correction => ctx.counters.full_correction += 1,
+            Cause::Normal => ctx.counters.full_pending_cap += 1,
+        }
+        pair.reset();
+    }
+    let owner = obj.owner == Some(conn_id);
+    let version = pair.version.min(class.versions().len() - 1);
+    let schema = &class.versions()[version].schema;
+    let field_count = schema.fields().len();
+    let base_rev = pair.acked.as_ref().map_or(0, |(_, s)| s.rev);
+    let shared = ctx.config.shared_quantized_state;
+    let cached = if shared {
+        obj.cache
+            .iter()
+            .position(|e| e.base_rev == base_rev && e.owner == owner && e.version == version)
+    } else {
+        None
+    };
+    let idx = match cached {
+        Some(i) => i,
+        None => {
+            let planned = plan(
+                class.fields(),
+                field_count,
+                pair.acked.as_ref().map(|(_, s)| &**s),
+                &obj.cur,
+                owner,
+                ctx.config.collection_cap,
+            );
+            let shared_values = match (&planned, shared) {
+                (Planned::Send(p) | Planned::ForcedFull(p), true) => {
+                    values_section(schema, p.clone(), &obj.cur).ok()
+                }
+                _ => None,
+            };
+            obj.cache.push(CacheEntry {
+                base_rev,
+                owner,
+                version,
+                planned,
+                shared: shared_values,
+            });
+            obj.cache.len() - 1
+        }
+    };
+    obj.published = true;
+    let entry = &obj.cache[idx];
+    let p = match &entry.planned {
+        Planned::Nothing => {
+            // Nothing this receiver can see differs: its acked token stands
+            // for the current state.
+            if let Some((_, s)) = pair.acked.as_mut() {
+                *s = obj.cur.clone();
+            }
+            pair.last_sent_rev = obj.cur.rev;
+            if !shared {
+                obj.cache.clear();
+            }
+            return 0;
+        }
+        Planned::ForcedFull(p) => {
+            ctx.counters.full_collection_cap += 1;
+            pair.reset();
+            p
+        }
+        Planned::Send(p) => p,
+    };
+    let Some(token) = ctx.tokens.issue() else {
+        ctx.counters.tokens_exhausted += 1;
+        return 0;
+    };
+    let base = match (&pair.acked, p.full) {
+        (Some((t, _)), false) => BunchBase::Delta(*t),
+        _ => BunchBase::Full,
+    };
+    let body = match &entry.shared {
+        Some(sv) => Ok(assemble(schema, object_id, token, base, sv)),
+        None => encode_direct(schema, object_id, token, base, p, &obj.cur),
+    };
+    if !shared {
+        obj.cache.clear();
+    }
+    let Ok(body) = body else {
+        return 0;
+    };
+    if base == BunchBase::Full {
+        ctx.counters.fulls += 1;
+    } else {
+        ctx.counters.deltas += 1;
+    }
+    ctx.counters.bunch_bytes += body.len() as u64;
+    pair.pending.push_back(Pending {
+        token,
+        snap: obj.cur.clone(),
+        sent_ms: now_ms,
+    });
+    pair.last_sent_rev = obj.cur.rev;
+    let len = body.len();
+    ctx.out.push_back(Outgoing {
+        conn: conn_id,
+        kind: KIND_REP_DELTA,
+        body: Bytes::from(body),
+    });
+    len
+}

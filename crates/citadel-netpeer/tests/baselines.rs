@@ -1,0 +1,346 @@
+//! The server → client rules of §6.2 one at a time: full first, deltas
+//! against the last acked state, the pending and collection caps and the
+//! ack timeout forcing full bunches, the ack rules, relevance with
+//! hysteresis, COND masking and the kind-15 table.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use citadel_netpeer::class::{Cond, FieldSpec};
+use citadel_netpeer::{Authority, AuthorityConfig, ClassSpec, Evolution, NetworkPeerSession};
+use citadel_wire::netpeer::{
+    BunchBase, DeltaBunch, FieldCodec, FieldValue, RepAck, RepAckEntry, RepId,
+};
+use common::*;
+
+fn server(config: AuthorityConfig) -> Authority {
+    let mut s = Authority::new(config).expect("config");
+    s.register_class(ship_spec()).expect("class");
+    s
+}
+
+fn drain(s: &mut Authority) -> Vec<Vec<u8>> {
+    std::iter::from_fn(|| s.poll_output())
+        .map(|o| o.body.to_vec())
+        .collect()
+}
+
+fn base_of(s: &Authority, class: u32, body: &[u8]) -> BunchBase {
+    DeltaBunch::decode(body, s.class(class).expect("class").current())
+        .expect("server bunch decodes")
+        .base
+}
+
+fn ack(object_id: u32, token: u64) -> Vec<u8> {
+    let mut b = Vec::new();
+    RepAck {
+        entries: vec![RepAckEntry {
+            object_id,
+            acked_result_id: token,
+            history: 0,
+        }],
+    }
+    .encode_into(&mut b);
+    b
+}
+
+fn token_of(body: &[u8], s: &Authority) -> u64 {
+    DeltaBunch::decode(body, s.class(SHIP).expect("class").current())
+        .expect("decodes")
+        .result_id
+}
+
+#[test]
+fn full_first_then_deltas_against_the_acked_state() -> TestResult {
+    let mut s = server(AuthorityConfig::default());
+    s.connect(1, false, 0);
+    let o = s.spawn(SHIP, 0, None, false)?;
+    s.tick(0);
+    let out = drain(&mut s);
+    assert_eq!(out.len(), 1);
+    assert_eq!(base_of(&s, SHIP, &out[0]), BunchBase::Full);
+    let t1 = token_of(&out[0], &s);
+    s.tick(50);
+    assert!(drain(&mut s).is_empty(), "nothing changed, nothing sent");
+    // Unacked: the next change is still a full bunch.
+    s.set(o, HEALTH, &FieldValue::Int(5))?;
+    s.tick(100);
+    let out = drain(&mut s);
+    assert_eq!(base_of(&s, SHIP, &out[0]), BunchBase::Full);
+    let t2 = token_of(&out[0], &s);
+    assert!(t2 > t1);
+    // Acking t1 makes t1 the base; a later ack of t2 advances, t1 again does not regress.
+    assert_eq!(s.handle_ack(1, &ack(o, t1)), 1);
+    s.set(o, HEALTH, &FieldValue::Int(6))?;
+    s.tick(150);
+    let out = drain(&mut s);
+    assert_eq!(base_of(&s, SHIP, &out[0]), BunchBase::Delta(t1));
+    let t3 = token_of(&out[0], &s);
+    // A cumulative delta: health differs from t1's state, only health.
+    let d = DeltaBunch::decode(&out[0], s.class(SHIP).expect("class").current())?;
+    assert_eq!(d.values, vec![(HEALTH, FieldValue::Int(6))]);
+    assert_eq!(s.handle_ack(1, &ack(o, t3)), 1);
+    assert_eq!(s.handle_ack(1, &ack(o, t1)), 0, "older token ignored");
+    assert_eq!(s.handle_ack(1, &ack(o, t3)), 0, "same token is not newer");
+    assert_eq!(s.handle_ack(1, &ack(o, t3 + 1000)), 0, "never issued");
+    assert_eq!(s.handle_ack(1, &ack(o + 1, t3)), 0, "unknown pair");
+    assert_eq!(s.handle_ack(1, &[0xff]), 0, "malformed");
+    s.set(o, HEALTH, &FieldValue::Int(7))?;
+    s.tick(200);
+    let out = drain(&mut s);
+    assert_eq!(base_of(&s, SHIP, &out[0]), BunchBase::Delta(t3));
+    let k = s.counters();
+    assert_eq!((k.acks_malformed, k.acks_advanced), (1, 2));
+    Ok(())
+}
+
+#[test]
+fn the_pending_cap_forces_a_full_bunch_and_clears_pending() -> TestResult {
+    let mut s = server(AuthorityConfig {
+        ack_timeout_ms: 600_000,
+        ..AuthorityConfig::default()
+    });
+    s.connect(1, false, 0);
+    let o = s.spawn(SHIP, 0, None, false)?;
+    s.tick(0);
+    let full = drain(&mut s);
+    s.handle_ack(1, &ack(o, token_of(&full[0], &s)));
+    let mut kinds = Vec::new();
+    for i in 0..70 {
+        s.set(o, HEALTH, &FieldValue::Int(i % 100))?;
+        s.tick(50 * (i as u64 + 1));
+        for b in drain(&mut s) {
+            kinds.push(base_of(&s, SHIP, &b) == BunchBase::Full);
+        }
+    }
+    // 64 deltas fill the pending window, the 65th send is full, and with no
+    // acked base everything after it is full too.
+    assert!(kinds[..64].iter().all(|full| !full));
+    assert!(kinds[64..].iter().all(|full| *full));
+    assert_eq!(s.counters().full_pending_cap, 1);
+    Ok(())
+}
+
+fn crate_spec(max_items: u32) -> ClassSpec {
+    ClassSpec {
+        class_id: 9,
+        layout_version: 1,
+        fields: vec![FieldSpec::new(
+            "crates",
+            FieldCodec::Collection {
+                item: Box::new(FieldCodec::Bool),
+                max_items,
+            },
+        )],
+        evolution: Evolution::Strict,
+        position_field: None,
+    }
+}
+
+fn items(n: u32, value: bool) -> BTreeMap<RepId, (u64, FieldValue)> {
+    (0..n)
+        .map(|i| {
+            (
+                RepId {
+                    index: i,
+                    generation: 0,
+                },
+                (u64::from(i), FieldValue::Bool(value)),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_collection_cap_forces_a_full_bunch() -> TestResult {
+    let mut s = Authority::new(AuthorityConfig::default()).expect("config");
+    s.register_class(crate_spec(10_000))?;
+    let mut session = NetworkPeerSession::default();
+    session.register(s.class(9).expect("class").current().clone());
+    s.connect(1, false, 0);
+    let o = s.spawn(9, 0, None, false)?;
+    let mut step = |s: &mut Authority, now: u64| -> Vec<BunchBase> {
+        s.tick(now);
+        let out = drain(s);
+        for b in &out {
+            session.handle_bunch(b).expect("applies");
+        }
+        while let Some(a) = session.poll_ack() {
+            s.handle_ack(1, &a);
+        }
+        out.iter().map(|b| base_of(s, 9, b)).collect()
+    };
+    assert_eq!(step(&mut s, 0), vec![BunchBase::Full]);
+    s.set_items(o, 0, items(4_096, false))?;
+    assert!(
+        matches!(step(&mut s, 50)[..], [BunchBase::Delta(_)]),
+        "4 096 ops: delta"
+    );
+    s.set_items(o, 0, items(4_097, true))?;
+    assert_eq!(step(&mut s, 100), vec![BunchBase::Full], "4 097 ops: full");
+    assert_eq!(s.counters().full_collection_cap, 1);
+    let state = session.state(o).expect("held");
+    assert_eq!(state[0], Some(s.values(o).expect("object")[0].clone()));
+    Ok(())
+}
+
+#[test]
+fn the_ack_timeout_rebaselines_with_a_full_bunch() -> TestResult {
+    let mut s = server(AuthorityConfig {
+        ack_timeout_ms: 1_000,
+        ..AuthorityConfig::default()
+    });
+    s.connect(1, false, 0);
+    s.spawn(SHIP, 0, None, false)?;
+    s.tick(0);
+    assert_eq!(drain(&mut s).len(), 1);
+    s.tick(999);
+    assert!(drain(&mut s).is_empty());
+    s.tick(1_000);
+    let out = drain(&mut s);
+    assert_eq!(out.len(), 1);
+    assert_eq!(base_of(&s, SHIP, &out[0]), BunchBase::Full);
+    assert_eq!(s.counters().full_ack_timeout, 1);
+    Ok(())
+}
+
+#[test]
+fn relevance_enters_within_inner_leaves_beyond_outer_and_reenters_full() -> TestResult {
+    let mut s = server(AuthorityConfig::default());
+    s.connect(1, false, 0);
+    let o = s.spawn(SHIP, 0, None, false)?;
+    s.set(o, POS, &FieldValue::Vector3([0.0, 0.0, 0.0]))?;
+    s.set_viewer(1, Some([150.0, 0.0, 0.0]))?;
+    s.tick(0);
+    assert!(s.relevant(1).is_empty(), "150 > inner 100");
+    s.set_viewer(1, Some([90.0, 0.0, 0.0]))?;
+    s.tick(50);
+    assert_eq!(s.relevant(1), vec![o]);
+    let first = drain(&mut s);
+    s.handle_ack(1, &ack(o, token_of(&first[0], &s)));
+    s.set_viewer(1, Some([120.0, 0.0, 0.0]))?;
+    s.tick(100);
+    assert_eq!(s.relevant(1), vec![o], "hysteresis: 120 ≤ outer 125");
+    s.set_viewer(1, Some([190.0, 0.0, 0.0]))?;
+    s.tick(150);
+    assert!(s.relevant(1).is_empty(), "beyond outer: baseline dropped");
+    s.set_viewer(1, Some([10.0, 0.0, 0.0]))?;
+    s.tick(200);
+    let again = drain(&mut s);
+    assert_eq!(again.len(), 1);
+    assert_eq!(
+        base_of(&s, SHIP, &again[0]),
+        BunchBase::Full,
+        "re-entry is full"
+    );
+    // The owner always sees its own object, wherever it looks.
+    s.set_owner(o, Some(1))?;
+    s.set_viewer(1, Some([900.0, 900.0, 0.0]))?;
+    s.tick(250);
+    assert_eq!(s.relevant(1), vec![o]);
+    Ok(())
+}
+
+fn cond_spec() -> ClassSpec {
+    let conds = [
+        Cond::None,
+        Cond::OwnerOnly,
+        Cond::SkipOwner,
+        Cond::InitialOnly,
+        Cond::SimulatedOnly,
+        Cond::AutonomousOnly,
+        Cond::Custom,
+        Cond::Never,
+    ];
+    ClassSpec {
+        class_id: 3,
+        layout_version: 1,
+        fields: conds
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                FieldSpec::new(format!("f{i}"), FieldCodec::IntRange { min: 0, max: 9 }).cond(*c)
+            })
+            .collect(),
+        evolution: Evolution::Strict,
+        position_field: None,
+    }
+}
+
+#[test]
+fn cond_masking_per_receiver() -> TestResult {
+    let mut s = Authority::new(AuthorityConfig::default()).expect("config");
+    s.register_class(cond_spec())?;
+    let mut sessions: Vec<NetworkPeerSession> = (0..2)
+        .map(|_| {
+            let mut x = NetworkPeerSession::default();
+            x.register(s.class(3).expect("class").current().clone());
+            x
+        })
+        .collect();
+    s.connect(1, false, 0);
+    s.connect(2, false, 0);
+    let o = s.spawn(3, 0, Some(1), false)?;
+    for f in 0..8 {
+        s.set(o, f, &FieldValue::Int(1))?;
+    }
+    let mut now = 0;
+    let mut round = |s: &mut Authority, sessions: &mut Vec<NetworkPeerSession>| {
+        s.tick(now);
+        now += 50;
+        while let Some(out) = s.poll_output() {
+            let x = &mut sessions[(out.conn - 1) as usize];
+            x.handle_bunch(&out.body).expect("applies");
+            while let Some(a) = x.poll_ack() {
+                s.handle_ack(out.conn, &a);
+            }
+        }
+    };
+    round(&mut s, &mut sessions);
+    let seen = |x: &NetworkPeerSession| -> Vec<Option<i64>> {
+        x.state(o)
+            .expect("held")
+            .iter()
+            .map(|v| match v {
+                Some(citadel_netpeer::Value::Plain(FieldValue::Int(i))) => Some(*i),
+                _ => None,
+            })
+            .collect()
+    };
+    //                          None     Owner    Skip     Init     Sim      Auto     Custom Never
+    assert_eq!(
+        seen(&sessions[0]),
+        [Some(1), Some(1), None, Some(1), None, Some(1), None, None]
+    );
+    assert_eq!(
+        seen(&sessions[1]),
+        [Some(1), None, Some(1), Some(1), Some(1), None, None, None]
+    );
+    // InitialOnly changes do not travel in deltas.
+    for f in 0..8 {
+        s.set(o, f, &FieldValue::Int(2))?;
+    }
+    round(&mut s, &mut sessions);
+    assert_eq!(
+        seen(&sessions[0]),
+        [Some(2), Some(2), None, Some(1), None, Some(2), None, None]
+    );
+    assert_eq!(
+        seen(&sessions[1]),
+        [Some(2), None, Some(2), Some(1), Some(2), None, None, None]
+    );
+    Ok(())
+}
+
+#[test]
+fn the_schema_table_names_every_class() -> TestResult {
+    let s = server(AuthorityConfig::default());
+    let known = ship_session(&s);
+    let checks = known.handle_schema_table(&s.schema_table())?;
+    assert_eq!(checks.len(), 1);
+    assert_eq!((checks[0].class_id, checks[0].known), (SHIP, true));
+    let unknown = NetworkPeerSession::default();
+    assert!(!unknown.handle_schema_table(&s.schema_table())?[0].known);
+    Ok(())
+}
