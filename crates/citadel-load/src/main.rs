@@ -12,6 +12,7 @@
 
 mod bots;
 mod compare;
+mod lean;
 mod procstat;
 mod progress;
 mod report;
@@ -111,6 +112,16 @@ struct RunArgs {
     /// `Report::check`).
     #[arg(long)]
     check: bool,
+    /// relay-fanout bots: `lean` (own RFC 6455 client, one send wheel) or
+    /// `tungstenite` (the classic per-bot loop over `BotTransport`).
+    #[arg(long, value_enum, default_value = "lean")]
+    bots: BotsArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum BotsArg {
+    Lean,
+    Tungstenite,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -197,10 +208,19 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
     let t0 = Instant::now();
     let server = targets::start(args.target, &opts)?;
     let server_command = server.command.clone();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the tokio runtime")?;
+    // Pinned to one CPU (as compare.sh runs it), a current-thread runtime
+    // saves the cross-thread wake-ups of a one-worker multi-thread one.
+    let one_cpu = std::thread::available_parallelism().is_ok_and(|n| n.get() == 1);
+    let runtime = if one_cpu {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+    }
+    .context("cannot start the tokio runtime")?;
     let progress = Progress::new(args.quiet);
     let auth = match args.auth {
         AuthArg::Guest => AuthMode::Guest,
@@ -208,6 +228,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
             prefix: format!("citadel-load-{started_unix}-{}", std::process::id()),
         },
     };
+    let lean = args.bots == BotsArg::Lean;
     let mut report = runtime.block_on(async {
         match args.target {
             TargetKind::Citadel | TargetKind::Raw => {
@@ -215,11 +236,11 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
                     &server.url,
                     server.http_url.as_deref(),
                 )?;
-                drive(c, server, &scenario, progress, auth.clone()).await
+                drive(c, server, &scenario, progress, auth.clone(), lean).await
             }
             TargetKind::Colyseus => {
                 let c = targets::colyseus::ColyseusConnector::new(&server.url)?;
-                drive(c, server, &scenario, progress, auth.clone()).await
+                drive(c, server, &scenario, progress, auth.clone(), lean).await
             }
         }
     })?;
@@ -263,6 +284,7 @@ async fn drive<C: Connector>(
     scenario: &Scenario,
     progress: Progress,
     auth: AuthMode,
+    lean: bool,
 ) -> anyhow::Result<Report> {
     let mut ctx = Ctx {
         connector: Arc::new(connector),
@@ -271,6 +293,7 @@ async fn drive<C: Connector>(
         clock: Clock::new(),
         progress,
         ticks_per_second: procstat::clock_ticks_per_second(),
+        lean,
     };
     let result = match scenario {
         Scenario::RelayFanout(s) => bots::fanout::run(&mut ctx, s).await,

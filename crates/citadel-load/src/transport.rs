@@ -10,6 +10,9 @@
 //! authenticate. What it is not: a client SDK; implementations live in
 //! `targets/` and delegate to `citadel-client` where one exists.
 //!
+//! Lean relay bots (`crate::lean`) are opened through
+//! [`Connector::connect_lean`] and driven by the fan-out engine instead.
+//!
 //! Call order: `Connector::connect` → `BotTransport::join_room` (optional)
 //! → `send_relay` / `send_rpc` / `recv` in any order → `close`.
 //! `recv` must be cancel-safe: bots race it against their send timer.
@@ -67,6 +70,20 @@ pub trait Connector: Send + Sync + 'static {
         source: Ipv4Addr,
         auth: &AuthMode,
     ) -> impl Future<Output = anyhow::Result<Self::Transport>> + Send;
+
+    /// Opens a lean relay bot (`crate::lean`) from `source`, authenticated
+    /// as `auth` says and in the room keyed `room`; `seed` varies its
+    /// WebSocket key and masks. `None`: this target has no lean bots.
+    fn connect_lean(
+        &self,
+        source: Ipv4Addr,
+        auth: &AuthMode,
+        room: &str,
+        seed: u64,
+    ) -> impl Future<Output = Option<anyhow::Result<crate::lean::Dialed>>> + Send {
+        let _ = (source, auth, room, seed);
+        async { None }
+    }
 }
 
 /// One bot connection.

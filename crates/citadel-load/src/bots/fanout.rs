@@ -18,7 +18,13 @@
 //! (same offered load for every target). What it is not: a reliability test (positions
 //! ride the unreliable lane; drops are the server shedding load).
 //!
+//! Bots are lean by default (`lean`: their own RFC 6455 client, one send
+//! wheel for all); `--bots tungstenite` runs the classic loop of one task
+//! and one timer per bot over `BotTransport`.
+//!
 //! Call order: `run(ctx, scenario)` → `Report`.
+
+mod lean;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,7 +33,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::{Ctx, Sources, connect_many, decode_payload, encode_payload};
+use super::{Ctx, Sources, connect_each, connect_many, decode_payload, encode_payload};
 use crate::procstat;
 use crate::report::{Report, Table, fmt_value};
 use crate::scenario::RelayFanout;
@@ -45,6 +51,19 @@ struct Shared {
     sent_total: AtomicU64,
     received_total: AtomicU64,
     lost_bots: AtomicU64,
+}
+
+/// The bots of a run: classic tasks or the lean engine.
+#[derive(Default)]
+struct Fleet {
+    classic: Vec<JoinHandle<()>>,
+    lean: Option<lean::Engine>,
+}
+
+impl Fleet {
+    fn len(&self) -> u32 {
+        self.classic.len() as u32 + self.lean.as_ref().map_or(0, lean::Engine::len)
+    }
 }
 
 /// One step's result.
@@ -97,7 +116,7 @@ pub async fn run<C: Connector>(ctx: &mut Ctx<C>, s: &RelayFanout) -> anyhow::Res
     let (stop_tx, stop_rx) = watch::channel(false);
     let sources = Sources::new(s.source_addresses);
     let period = Duration::from_secs_f64(1.0 / s.rate_hz);
-    let mut bots: Vec<JoinHandle<()>> = Vec::new();
+    let mut bots = Fleet::default();
     let mut steps: Vec<Step> = Vec::new();
     let mut connect_seconds = 0.0;
     let mut notes = Vec::new();
@@ -115,7 +134,7 @@ pub async fn run<C: Connector>(ctx: &mut Ctx<C>, s: &RelayFanout) -> anyhow::Res
     )
     .await;
     let _ = stop_tx.send(true);
-    for b in bots {
+    for b in bots.classic {
         // bounded: every bot closes with a 2 s timeout
         if tokio::time::timeout(Duration::from_secs(5), b)
             .await
@@ -124,6 +143,16 @@ pub async fn run<C: Connector>(ctx: &mut Ctx<C>, s: &RelayFanout) -> anyhow::Res
             notes.push("some bots did not close within 5 s".into());
         }
     }
+    if let Some(engine) = bots.lean
+        && !engine.stop().await
+    {
+        notes.push("some lean bots did not close within 5 s".into());
+    }
+    notes.push(if ctx.lean {
+        "lean bots: one RFC 6455 client per bot, a 4 KiB read buffer each, one send wheel".into()
+    } else {
+        "classic bots: one task and one timer per bot over tungstenite (--bots tungstenite)".into()
+    });
     if let Err(e) = result {
         if steps.is_empty() {
             return Err(e);
@@ -141,7 +170,7 @@ async fn ramp<C: Connector>(
     stop_rx: &watch::Receiver<bool>,
     sources: &Sources,
     period: Duration,
-    bots: &mut Vec<JoinHandle<()>>,
+    bots: &mut Fleet,
     steps: &mut Vec<Step>,
     connect_seconds: &mut f64,
     notes: &mut Vec<String>,
@@ -150,7 +179,7 @@ async fn ramp<C: Connector>(
     let peers = u64::from(room_size - 1);
     let self_pid = std::process::id();
     for (step_index, &n) in s.clients.iter().enumerate() {
-        let have = bots.len() as u32;
+        let have = bots.len();
         ctx.progress.update(&format!(
             "[relay-fanout] step {}/{}: connecting {} -> {n} clients",
             step_index + 1,
@@ -158,31 +187,77 @@ async fn ramp<C: Connector>(
             have
         ));
         let t0 = Instant::now();
-        let joined = connect_many(
-            ctx,
-            sources,
-            have,
-            n - have,
-            s.connect_concurrency,
-            move |i, mut t: C::Transport| async move {
-                t.join_room(&format!("fanout-{}", i / room_size)).await?;
-                Ok(t)
-            },
-        )
-        .await?;
-        *connect_seconds += t0.elapsed().as_secs_f64();
-        for (k, t) in joined.into_iter().enumerate() {
-            let idx = have + k as u32;
-            bots.push(tokio::spawn(bot(
-                t,
-                idx,
-                peers,
-                shared.clone(),
-                ctx.clock,
-                period,
-                s.payload_bytes,
-                stop_rx.clone(),
-            )));
+        if ctx.lean {
+            let connector = ctx.connector.clone();
+            let auth = ctx.auth.clone();
+            let seed = run_seed();
+            let dialed = connect_each(
+                sources,
+                have,
+                n - have,
+                s.connect_concurrency,
+                move |i, source| {
+                    let connector = connector.clone();
+                    let auth = auth.clone();
+                    async move {
+                        let room = format!("fanout-{}", i / room_size);
+                        let bot_seed = seed ^ u64::from(i).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                        connector
+                            .connect_lean(source, &auth, &room, bot_seed)
+                            .await
+                            .unwrap_or_else(|| {
+                                Err(anyhow::anyhow!(
+                                    "this target has no lean bots: use --bots tungstenite"
+                                ))
+                            })
+                            .map(|d| (i, d))
+                    }
+                },
+            )
+            .await?;
+            *connect_seconds += t0.elapsed().as_secs_f64();
+            let dialect = dialed.first().map(|(_, d)| d.dialect);
+            if let Some(dialect) = dialect {
+                bots.lean
+                    .get_or_insert_with(|| {
+                        lean::Engine::start(
+                            shared.clone(),
+                            ctx.clock,
+                            period,
+                            s.payload_bytes,
+                            peers,
+                            dialect,
+                        )
+                    })
+                    .add(dialed);
+            }
+        } else {
+            let joined = connect_many(
+                ctx,
+                sources,
+                have,
+                n - have,
+                s.connect_concurrency,
+                move |i, mut t: C::Transport| async move {
+                    t.join_room(&format!("fanout-{}", i / room_size)).await?;
+                    Ok(t)
+                },
+            )
+            .await?;
+            *connect_seconds += t0.elapsed().as_secs_f64();
+            for (k, t) in joined.into_iter().enumerate() {
+                let idx = have + k as u32;
+                bots.classic.push(tokio::spawn(bot(
+                    t,
+                    idx,
+                    peers,
+                    shared.clone(),
+                    ctx.clock,
+                    period,
+                    s.payload_bytes,
+                    stop_rx.clone(),
+                )));
+            }
         }
         if let Some(why) = ctx.server.exited() {
             anyhow::bail!("{why}");
@@ -276,6 +351,14 @@ async fn ramp<C: Connector>(
         }
     }
     Ok(())
+}
+
+/// A seed that differs between runs (WebSocket keys and masks).
+fn run_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    nanos ^ (u64::from(std::process::id()) << 32)
 }
 
 fn verdict(step: &Step) -> &'static str {

@@ -43,6 +43,9 @@ pub struct Ctx<C: Connector> {
     pub progress: Progress,
     /// `getconf CLK_TCK`.
     pub ticks_per_second: u64,
+    /// relay-fanout: lean bots (`lean`, the default) rather than the
+    /// classic `BotTransport` loop.
+    pub lean: bool,
 }
 
 /// Writes the 16-byte header (send time ns, bot index, sequence) and pads
@@ -105,23 +108,54 @@ where
     F: Fn(u32, C::Transport) -> Fut + Send + Sync + Clone + 'static,
     Fut: std::future::Future<Output = anyhow::Result<C::Transport>> + Send,
 {
+    let connector = ctx.connector.clone();
+    let auth = ctx.auth.clone();
+    connect_each(
+        sources,
+        first_index,
+        count,
+        concurrency,
+        move |i, source| {
+            let connector = connector.clone();
+            let auth = auth.clone();
+            let after = after.clone();
+            async move {
+                let t = connector.connect(source, &auth).await?;
+                after(i, t).await
+            }
+        },
+    )
+    .await
+}
+
+/// Runs `open(index, source address)` for `count` bots with at most
+/// `concurrency` in flight, each bounded by [`CONNECT_TIMEOUT`]. Results
+/// come back in index order; the first failure aborts with its index and
+/// cause.
+pub async fn connect_each<T, F, Fut>(
+    sources: &Sources,
+    first_index: u32,
+    count: u32,
+    concurrency: u32,
+    open: F,
+) -> anyhow::Result<Vec<T>>
+where
+    T: Send + 'static,
+    F: Fn(u32, Ipv4Addr) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<T>> + Send + 'static,
+{
     let gate = Arc::new(Semaphore::new(concurrency.max(1) as usize));
     let mut tasks = Vec::with_capacity(count as usize);
     for i in first_index..first_index + count {
-        let connector = ctx.connector.clone();
-        let auth = ctx.auth.clone();
         let source = sources.next();
         let gate = gate.clone();
-        let after = after.clone();
+        let attempt = open(i, source);
         tasks.push(tokio::spawn(async move {
             let _permit = gate.acquire_owned().await.context("connect gate closed")?;
-            tokio::time::timeout(CONNECT_TIMEOUT, async {
-                let t = connector.connect(source, &auth).await?;
-                after(i, t).await
-            })
-            .await
-            .with_context(|| format!("bot {i}: connect timed out after {CONNECT_TIMEOUT:?}"))?
-            .with_context(|| format!("bot {i} (from {source})"))
+            tokio::time::timeout(CONNECT_TIMEOUT, attempt)
+                .await
+                .with_context(|| format!("bot {i}: connect timed out after {CONNECT_TIMEOUT:?}"))?
+                .with_context(|| format!("bot {i} (from {source})"))
         }));
     }
     let mut out = Vec::with_capacity(tasks.len());

@@ -163,6 +163,25 @@ impl Connector for CitadelConnector {
         }
         Ok(CitadelBot { client })
     }
+
+    async fn connect_lean(
+        &self,
+        source: Ipv4Addr,
+        auth: &AuthMode,
+        room: &str,
+        seed: u64,
+    ) -> Option<anyhow::Result<crate::lean::Dialed>> {
+        Some(
+            async {
+                let token = match auth {
+                    AuthMode::Guest => None,
+                    AuthMode::Device { prefix } => Some(self.device_token(source, prefix).await?),
+                };
+                crate::lean::dial::citadel(source, self.addr, token.as_deref(), room, seed).await
+            }
+            .await,
+        )
+    }
 }
 
 /// One Citadel WebSocket bot connection.

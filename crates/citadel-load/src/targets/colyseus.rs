@@ -40,9 +40,12 @@ use super::citadel::tcp_from;
 use super::{ServerHandle, StartOptions, free_port, spawn_and_wait};
 use crate::transport::{AuthMode, BotTransport, Connector, Inbound};
 
-const JOIN_ROOM: u8 = 10;
-const ERROR: u8 = 11;
-const LEAVE_ROOM: u8 = 12;
+/// Server → client: the join is accepted (the client answers `[10]`).
+pub const JOIN_ROOM: u8 = 10;
+/// Server → client: an error.
+pub const ERROR: u8 = 11;
+/// Client → server: leaving the room.
+pub const LEAVE_ROOM: u8 = 12;
 const ROOM_DATA: u8 = 13;
 const ROOM_DATA_BYTES: u8 = 17;
 const CODE_MASK: u8 = 31;
@@ -107,7 +110,26 @@ impl Connector for ColyseusConnector {
             ws: None,
         })
     }
+
+    async fn connect_lean(
+        &self,
+        source: Ipv4Addr,
+        auth: &AuthMode,
+        room: &str,
+        seed: u64,
+    ) -> Option<anyhow::Result<crate::lean::Dialed>> {
+        if let AuthMode::Device { .. } = auth {
+            return Some(Err(anyhow::anyhow!(
+                "device auth is a Citadel feature: the colyseus target connects as guests only"
+            )));
+        }
+        Some(crate::lean::dial::colyseus(source, self.addr, room, LEAN_CAPTURE, seed).await)
+    }
 }
+
+/// Bytes a lean bot keeps of each message: the code, a TIMED stamp, the
+/// type, a msgpack bin head and the 16-byte payload header, with room.
+const LEAN_CAPTURE: usize = 48;
 
 /// One Colyseus bot.
 #[derive(Debug)]
@@ -160,44 +182,79 @@ fn msgpack_bin(buf: &[u8], at: usize) -> Option<&[u8]> {
     buf.get(start..start.checked_add(len)?)
 }
 
+/// Matchmakes a seat in the relay room keyed `room` and returns the
+/// WebSocket path that claims it (`/<processId>/<roomId>?sessionId=…`).
+pub async fn reserve_seat(
+    source: Ipv4Addr,
+    addr: SocketAddr,
+    room: &str,
+) -> anyhow::Result<String> {
+    let body = serde_json::json!({ "room": room }).to_string();
+    let (status, reply) =
+        super::http::post_json(source, addr, "/matchmake/joinOrCreate/relay", &body).await?;
+    if status != 200 {
+        bail!(
+            "matchmake refused with HTTP {status}: {}",
+            String::from_utf8_lossy(&reply)
+                .chars()
+                .take(200)
+                .collect::<String>()
+        );
+    }
+    let seat: Reservation =
+        serde_json::from_slice(&reply).context("matchmake reply is not a seat reservation")?;
+    Ok(format!(
+        "/{}/{}?sessionId={}",
+        seat.process_id, seat.room_id, seat.session_id
+    ))
+}
+
+/// The relay payload of a server message (ROOM_DATA_BYTES, or ROOM_DATA
+/// with a msgpack bin), borrowed from `buf`.
+pub fn relay_payload(buf: &[u8]) -> Option<&[u8]> {
+    let first = *buf.first()?;
+    let at = if first & TIMED != 0 { 9 } else { 1 };
+    match first & CODE_MASK {
+        ROOM_DATA_BYTES => skip_type(buf, at).and_then(|p| buf.get(p..)),
+        ROOM_DATA => skip_type(buf, at).and_then(|p| msgpack_bin(buf, p)),
+        _ => None,
+    }
+}
+
 /// Decodes one server message into an inbound item.
 pub fn decode_message(buf: &[u8]) -> Inbound {
-    let Some(&first) = buf.first() else {
-        return Inbound::Other;
-    };
-    let mut at = 1;
-    if first & TIMED != 0 {
-        at += 8;
+    match relay_payload(buf) {
+        Some(payload) => Inbound::Relay(Bytes::copy_from_slice(payload)),
+        None => Inbound::Other,
     }
-    match first & CODE_MASK {
-        ROOM_DATA_BYTES => match skip_type(buf, at).and_then(|p| buf.get(p..)) {
-            Some(payload) => Inbound::Relay(Bytes::copy_from_slice(payload)),
-            None => Inbound::Other,
-        },
-        ROOM_DATA => match skip_type(buf, at).and_then(|p| msgpack_bin(buf, p)) {
-            Some(payload) => Inbound::Relay(Bytes::copy_from_slice(payload)),
-            None => Inbound::Other,
-        },
-        _ => Inbound::Other,
+}
+
+/// Writes the head of a relay message, `[13][a1 'p'][msgpack bin header]`,
+/// for a payload of `len` bytes into `out`; returns its length.
+pub fn relay_head(len: usize, out: &mut [u8; 8]) -> usize {
+    out[0] = ROOM_DATA;
+    out[1..3].copy_from_slice(&TYPE_P);
+    if len < 256 {
+        out[3] = 0xc4;
+        out[4] = len as u8;
+        5
+    } else if let Ok(l) = u16::try_from(len) {
+        out[3] = 0xc5;
+        out[4..6].copy_from_slice(&l.to_be_bytes());
+        6
+    } else {
+        out[3] = 0xc6;
+        out[4..8].copy_from_slice(&(len as u32).to_be_bytes());
+        8
     }
 }
 
 /// `[13][a1 'p'][msgpack bin payload]`.
 pub fn encode_relay(payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(payload.len() + 8);
-    out.push(ROOM_DATA);
-    out.extend_from_slice(&TYPE_P);
-    let len = payload.len();
-    if len < 256 {
-        out.push(0xc4);
-        out.push(len as u8);
-    } else if let Ok(l) = u16::try_from(len) {
-        out.push(0xc5);
-        out.extend_from_slice(&l.to_be_bytes());
-    } else {
-        out.push(0xc6);
-        out.extend_from_slice(&(len as u32).to_be_bytes());
-    }
+    let mut head = [0u8; 8];
+    let n = relay_head(payload.len(), &mut head);
+    let mut out = Vec::with_capacity(n + payload.len());
+    out.extend_from_slice(&head[..n]);
     out.extend_from_slice(payload);
     out
 }
@@ -212,28 +269,10 @@ impl ColyseusBot {
 
 impl BotTransport for ColyseusBot {
     async fn join_room(&mut self, room: &str) -> anyhow::Result<()> {
-        let body = serde_json::json!({ "room": room }).to_string();
-        let (status, reply) = super::http::post_json(
-            self.source,
-            self.addr,
-            "/matchmake/joinOrCreate/relay",
-            &body,
-        )
-        .await?;
-        if status != 200 {
-            bail!(
-                "matchmake refused with HTTP {status}: {}",
-                String::from_utf8_lossy(&reply)
-                    .chars()
-                    .take(200)
-                    .collect::<String>()
-            );
-        }
-        let seat: Reservation =
-            serde_json::from_slice(&reply).context("matchmake reply is not a seat reservation")?;
         let url = format!(
-            "ws://{}/{}/{}?sessionId={}",
-            self.addr, seat.process_id, seat.room_id, seat.session_id
+            "ws://{}{}",
+            self.addr,
+            reserve_seat(self.source, self.addr, room).await?
         );
         let stream = tcp_from(self.source, self.addr).await?;
         let (mut ws, _) = tokio_tungstenite::client_async(url, stream)

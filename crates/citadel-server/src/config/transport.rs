@@ -77,7 +77,14 @@ pub struct WebSocketConfig {
     pub heartbeat_interval_ms: u64,
     /// Close a connection silent for this long (0 disables).
     pub heartbeat_timeout_ms: u64,
+    /// How long the writer lets frames gather after the first one arrives
+    /// before it writes them as one message, in µs (0: write at once; at
+    /// most [`MAX_FLUSH_DELAY_US`]). Every delivery waits at most this long.
+    pub flush_delay_us: u64,
 }
+
+/// Largest `transport.websocket.flush_delay_us` (10 ms: half a 20 Hz tick).
+pub const MAX_FLUSH_DELAY_US: u64 = 10_000;
 
 impl Default for WebSocketConfig {
     fn default() -> Self {
@@ -88,6 +95,7 @@ impl Default for WebSocketConfig {
             max_message_bytes: 2 * 1024 * 1024,
             heartbeat_interval_ms: 15_000,
             heartbeat_timeout_ms: 45_000,
+            flush_delay_us: 1_000,
         }
     }
 }
@@ -107,6 +115,12 @@ impl WebSocketConfig {
             return Err(invalid(
                 "transport.websocket.heartbeat_timeout_ms",
                 "must exceed heartbeat_interval_ms (or be 0 to disable)",
+            ));
+        }
+        if self.flush_delay_us > MAX_FLUSH_DELAY_US {
+            return Err(invalid(
+                "transport.websocket.flush_delay_us",
+                format!("must be at most {MAX_FLUSH_DELAY_US} (0 writes at once)"),
             ));
         }
         Ok(())

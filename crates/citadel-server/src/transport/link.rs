@@ -160,29 +160,58 @@ async fn read_loop(
     // Set once shutdown began: new input is no longer processed, and the
     // connection is cut when the grace period ends.
     let mut draining: Option<Instant> = None;
+    // The waits are created once, not once per message: a fresh
+    // cancellation future or timer per envelope costs a registration and
+    // a removal each time. The one timer is armed at or before the next
+    // deadline (handshake, silence, or the end of the grace); when it fires
+    // early (the peer spoke meanwhile) it is moved to the real deadline.
+    let aborted_wait = aborted.cancelled();
+    tokio::pin!(aborted_wait);
+    let shutdown_wait = shutdown.cancelled();
+    tokio::pin!(shutdown_wait);
+    let timer = tokio::time::sleep_until(handshake_deadline);
+    tokio::pin!(timer);
+    let mut armed = Some(handshake_deadline);
     loop {
         let live = connection.is_live();
-        let silent_deadline = match (live, settings.idle_timeout) {
-            (false, _) => Some(handshake_deadline),
-            (true, Some(timeout)) => Some(last_heard + timeout),
-            (true, None) => None,
+        let deadline = match (draining, live, settings.idle_timeout) {
+            (Some(end), _, _) => Some(end),
+            (None, false, _) => Some(handshake_deadline),
+            (None, true, Some(timeout)) => Some(last_heard + timeout),
+            (None, true, None) => None,
         };
+        if let Some(d) = deadline
+            && armed.is_none_or(|a| d < a)
+        {
+            timer.as_mut().reset(d);
+            armed = Some(d);
+        }
         let inbound = tokio::select! {
-            _ = aborted.cancelled() => {
+            _ = &mut aborted_wait => {
                 return outbound.close_reason().unwrap_or(CloseReason::TransportError);
             }
-            _ = shutdown.cancelled(), if draining.is_none() => {
+            _ = &mut shutdown_wait, if draining.is_none() => {
                 outbound.close(CloseReason::Shutdown);
                 draining = Some(Instant::now() + settings.shutdown_grace);
                 continue;
             }
-            _ = tokio::time::sleep_until(draining.unwrap_or(handshake_deadline)), if draining.is_some() => {
-                outbound.abort(CloseReason::Shutdown);
-                return CloseReason::Shutdown;
-            }
-            _ = tokio::time::sleep_until(silent_deadline.unwrap_or(handshake_deadline)),
-                if draining.is_none() && silent_deadline.is_some() => {
-                return if live { CloseReason::HeartbeatTimeout } else { CloseReason::HandshakeTimeout };
+            _ = &mut timer, if armed.is_some() => {
+                armed = None;
+                match deadline {
+                    Some(d) if d <= Instant::now() => {
+                        if draining.is_some() {
+                            outbound.abort(CloseReason::Shutdown);
+                            return CloseReason::Shutdown;
+                        }
+                        return if live { CloseReason::HeartbeatTimeout } else { CloseReason::HandshakeTimeout };
+                    }
+                    Some(d) => {
+                        timer.as_mut().reset(d);
+                        armed = Some(d);
+                    }
+                    None => {}
+                }
+                continue;
             }
             inbound = source.next() => inbound,
         };

@@ -24,6 +24,8 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig as WsProtocolConfig};
 
+use tokio_util::sync::WaitForCancellationFuture;
+
 use crate::config::{Config, WebSocketConfig};
 use crate::conn_limits::{AcceptBackoff, AddressPermit};
 use crate::gateway::outbound::Outbound;
@@ -96,6 +98,9 @@ pub struct WsSettings {
     pub max_message_bytes: usize,
     /// Ping interval once idle (`heartbeat_interval_ms`; `None`: off).
     pub ping_every: Option<Duration>,
+    /// How long the writer lets frames gather before a write
+    /// (`flush_delay_us`; zero: at once).
+    pub flush_delay: Duration,
 }
 
 impl WsSettings {
@@ -107,6 +112,7 @@ impl WsSettings {
                 .with_idle_timeout(millis(ws.heartbeat_timeout_ms)),
             max_message_bytes: ws.max_message_bytes,
             ping_every: millis(ws.heartbeat_interval_ms),
+            flush_delay: Duration::from_micros(ws.flush_delay_us),
         }
     }
 }
@@ -274,26 +280,38 @@ async fn run_writer(
 ) {
     let max_batch = settings.link.max_coalesced_bytes;
     let ping_every = settings.ping_every.map(|p| p.min(RTT_PING_EVERY));
+    let flush_delay = settings.flush_delay;
     let aborted = outbound.aborted();
-    let mut next_ping = ping_every.map(|p| Instant::now() + p);
+    let aborted_wait = aborted.cancelled();
+    tokio::pin!(aborted_wait);
+    // One timer for the connection's pings, reset when it fires (not a new
+    // one per batch).
+    let ping = tokio::time::sleep(ping_every.unwrap_or(Duration::from_secs(365 * 86_400)));
+    tokio::pin!(ping);
     loop {
         let batch = tokio::select! {
-            _ = aborted.cancelled() => break,
-            _ = tokio::time::sleep_until(next_ping.unwrap_or_else(Instant::now)), if next_ping.is_some() => {
-                next_ping = ping_every.map(|p| Instant::now() + p);
+            _ = &mut aborted_wait => break,
+            _ = &mut ping, if ping_every.is_some() => {
+                if let Some(p) = ping_every {
+                    ping.as_mut().reset(Instant::now() + p);
+                }
                 let stamp = clock.stamp().to_vec();
-                if send_or_abort(&mut sink, Message::Ping(stamp.into()), &outbound).await.is_err() {
+                if send_or_abort(&mut sink, Message::Ping(stamp.into()), aborted_wait.as_mut()).await.is_err() {
                     break;
                 }
                 continue;
             }
-            batch = outbound.next_batch(max_batch) => batch,
+            batch = outbound.next_batch_after(max_batch, flush_delay) => batch,
         };
         if batch.count > 0 {
             let len = batch.frames.len() as u64;
-            if send_or_abort(&mut sink, Message::Binary(batch.frames), &outbound)
-                .await
-                .is_err()
+            if send_or_abort(
+                &mut sink,
+                Message::Binary(batch.frames),
+                aborted_wait.as_mut(),
+            )
+            .await
+            .is_err()
             {
                 break;
             }
@@ -312,10 +330,13 @@ async fn run_writer(
     aborted.cancel();
 }
 
-async fn send_or_abort(sink: &mut Sink, message: Message, outbound: &Outbound) -> Result<(), ()> {
-    let aborted = outbound.aborted();
+async fn send_or_abort(
+    sink: &mut Sink,
+    message: Message,
+    aborted: std::pin::Pin<&mut WaitForCancellationFuture<'_>>,
+) -> Result<(), ()> {
     tokio::select! {
-        _ = aborted.cancelled() => Err(()),
+        _ = aborted => Err(()),
         result = sink.send(message) => result.map_err(|_| ()),
     }
 }
