@@ -169,6 +169,12 @@ pub trait ChatStore: Send + Sync {
     fn chat_channel(&self, channel_id: &str) -> BoxFuture<StoreResult<Option<ChannelRecord>>>;
     /// Commits one mutation, its event and its outbox row atomically.
     fn chat_commit(&self, commit: ChatCommit) -> BoxFuture<StoreResult<Committed>>;
+    /// Commits several at once (group commit): the new messages together
+    /// in ONE transaction (each still with its own event and outbox row),
+    /// edits and tombstones one transaction each. One answer per commit,
+    /// in order; a failed group transaction fails every commit in it.
+    fn chat_commit_batch(&self, commits: Vec<ChatCommit>)
+    -> BoxFuture<Vec<StoreResult<Committed>>>;
     /// One message.
     fn chat_message(
         &self,
