@@ -462,6 +462,10 @@ impl ChatService {
                     Err(_) => break,
                 }
             }
+            if batch.len() > 1 {
+                self.metrics
+                    .service_n(ServiceEvent::ChatCommitsGrouped, batch.len() as u64);
+            }
             let (commits, replies): (Vec<ChatCommit>, Vec<_>) = batch.into_iter().unzip();
             let meta: Vec<(String, u64)> = commits
                 .iter()
