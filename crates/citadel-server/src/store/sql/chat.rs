@@ -9,7 +9,7 @@ use crate::store::chat::{
     AuditRecord, ChannelRecord, ChatChange, ChatCommit, ChatStore, Committed, EventType,
     HistoryPage, MessageRecord,
 };
-use crate::store::{StoreError, StoreResult};
+use crate::store::{RateCharge, StoreError, StoreResult};
 use crate::util::BoxFuture;
 
 type Row = (i64, String, String, i64, i64, i64, i64, bool);
@@ -388,6 +388,63 @@ async fn commit_creates(pool: &Pool, commits: &[&ChatCommit]) -> StoreResult<Vec
     Ok(result)
 }
 
+/// One autocommit upsert bumps every window (a row whose window is older
+/// restarts at 1); if any count passes its limit, one statement gives them
+/// all back, so a refusal consumes nothing.
+async fn charge(pool: &Pool, charges: &[RateCharge]) -> StoreResult<bool> {
+    if charges.is_empty() {
+        return Ok(true);
+    }
+    let values: Vec<String> = (0..charges.len())
+        .map(|k| format!("(${}, ${}, 1)", 2 * k + 1, 2 * k + 2))
+        .collect();
+    let upsert = format!(
+        "INSERT INTO chat_rate_windows (key_hash, window_start, count) VALUES {} \
+         ON CONFLICT (key_hash) DO UPDATE SET \
+         count = CASE WHEN chat_rate_windows.window_start = excluded.window_start \
+                      THEN chat_rate_windows.count + 1 ELSE 1 END, \
+         window_start = excluded.window_start \
+         RETURNING key_hash, count",
+        values.join(", ")
+    );
+    let rows: Vec<(String, i64)> = with_pool!(pool, p => {
+        let mut q = sqlx::query_as(sqlx::AssertSqlSafe(upsert.clone()));
+        for c in charges {
+            q = q.bind(&c.key_hash).bind(c.window_start);
+        }
+        q.fetch_all(p).await
+    })?;
+    let over = charges.iter().any(|c| {
+        rows.iter()
+            .find(|r| r.0 == c.key_hash)
+            .is_some_and(|r| r.1 > i64::from(c.limit))
+    });
+    if !over {
+        return Ok(true);
+    }
+    let conditions: Vec<String> = (0..charges.len())
+        .map(|k| {
+            format!(
+                "(key_hash = ${} AND window_start = ${})",
+                2 * k + 1,
+                2 * k + 2
+            )
+        })
+        .collect();
+    let undo = format!(
+        "UPDATE chat_rate_windows SET count = count - 1 WHERE {}",
+        conditions.join(" OR ")
+    );
+    with_pool!(pool, p => {
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(undo.clone()));
+        for c in charges {
+            q = q.bind(&c.key_hash).bind(c.window_start);
+        }
+        q.execute(p).await.map(|_| ())
+    })?;
+    Ok(false)
+}
+
 fn channel(row: (String, String, String, String)) -> ChannelRecord {
     ChannelRecord {
         channel_id: row.0,
@@ -578,6 +635,11 @@ impl ChatStore for SqlStore {
                 .map(|r| r.rows_affected()))?,
             )
         })
+    }
+
+    fn chat_charge(&self, charges: Vec<RateCharge>) -> BoxFuture<StoreResult<bool>> {
+        let pool = self.pool.clone();
+        Box::pin(async move { charge(&pool, &charges).await })
     }
 
     fn chat_audit(&self, channel_id: &str) -> BoxFuture<StoreResult<Vec<AuditRecord>>> {
