@@ -234,6 +234,8 @@ reasons!(
         ChatRateLimited => "chat_rate_limited",
         /// Chat actions refused because the rate-limit storage failed.
         ChatRateLimitStorageFailed => "chat_rate_limit_storage_failed",
+        /// Commits that shared a group-commit store call with others.
+        ChatCommitsGrouped => "chat_commits_grouped",
         /// Commits refused because `chat.max_outbox_rows` rows are pending.
         ChatOutboxFull => "chat_outbox_full",
         /// Outbox rows acknowledged after delivery.

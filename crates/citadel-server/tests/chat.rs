@@ -805,6 +805,94 @@ async fn each_rule_trips(url: &str, tag: &str) {
     node.wait().await;
 }
 
+/// Concurrent senders share group commits: every send gets its own id,
+/// and every subscriber sees the events in strictly increasing order.
+async fn concurrent_sends(url: &str, tag: &str) {
+    const SENDERS: usize = 6;
+    const EACH: usize = 40;
+    let node = start_on(url, |c| {
+        roomy(c);
+        c.transport.limits.messages_per_second = 1_000_000;
+        c.transport.limits.message_burst = 1_000_000;
+    })
+    .await;
+    let mut watcher = player(&node, &format!("cw-{tag}")).await;
+    join(&mut watcher.client, "busy").await;
+    let ch = watcher
+        .rpc("chat.join", json!({"target": ROOM()}))
+        .await
+        .unwrap()["channel_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut senders = Vec::new();
+    for s in 0..SENDERS {
+        let mut p = player(&node, &format!("cs{s}-{tag}")).await;
+        join(&mut p.client, "busy").await;
+        p.rpc("chat.join", json!({"target": ROOM()})).await.unwrap();
+        senders.push(p);
+    }
+    let tasks: Vec<_> = senders
+        .into_iter()
+        .map(|mut p| {
+            let ch = ch.clone();
+            tokio::spawn(async move {
+                let mut ids = Vec::new();
+                for i in 0..EACH {
+                    let r = p
+                        .rpc(
+                            "chat.send",
+                            json!({"channel_id": ch, "content": format!("{i}")}),
+                        )
+                        .await
+                        .unwrap();
+                    assert_eq!(r["message"]["id"], r["event_id"]);
+                    ids.push(r["event_id"].as_u64().unwrap());
+                }
+                ids
+            })
+        })
+        .collect();
+    let mut sent = Vec::new();
+    for t in tasks {
+        sent.extend(t.await.unwrap());
+    }
+    sent.sort_unstable();
+    sent.dedup();
+    assert_eq!(sent.len(), SENDERS * EACH, "one id per send");
+    let mut seen = Vec::new();
+    while seen.len() < SENDERS * EACH {
+        let e = watcher.next_event().await;
+        if e["type"] == "message.create" {
+            seen.push(e["event_id"].as_u64().unwrap());
+        }
+    }
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]),
+        "delivered in event order"
+    );
+    let mut ordered = seen.clone();
+    ordered.sort_unstable();
+    assert_eq!(ordered, sent);
+    let grouped = node
+        .shared()
+        .metrics
+        .service_events(citadel_server::metrics::ServiceEvent::ChatCommitsGrouped);
+    eprintln!(
+        "{tag}: {grouped} of {} sends shared a group commit",
+        SENDERS * EACH
+    );
+    node.shutdown();
+    node.wait().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_sends_on_every_backend() {
+    for backend in backends::all().await {
+        concurrent_sends(&backend.url, backend.name).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_rule_trips_on_every_backend() {
     for backend in backends::all().await {

@@ -3,7 +3,6 @@
 -- same transaction that writes the message, its event and its outbox row.
 -- Message ids are the event id of their creation (so they increase per
 -- channel). Subscriptions are live, per connection, and stay in memory.
--- Rate-limit windows use the shared `rate_limits` table (0001).
 CREATE TABLE chat_channels (
     channel_id    TEXT PRIMARY KEY,
     kind          TEXT NOT NULL,
@@ -65,4 +64,11 @@ CREATE TABLE chat_moderation (
     content_sha256 TEXT NOT NULL,
     event_id       BIGINT NOT NULL,
     created_at     BIGINT NOT NULL
+);
+-- [chat.limits] fixed windows: one row per hashed (rule, key), its current
+-- window and count; a new window resets the row in place (nothing to prune).
+CREATE TABLE chat_rate_windows (
+    key_hash     TEXT PRIMARY KEY,
+    window_start BIGINT NOT NULL,
+    count        BIGINT NOT NULL
 );

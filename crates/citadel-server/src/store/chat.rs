@@ -169,6 +169,12 @@ pub trait ChatStore: Send + Sync {
     fn chat_channel(&self, channel_id: &str) -> BoxFuture<StoreResult<Option<ChannelRecord>>>;
     /// Commits one mutation, its event and its outbox row atomically.
     fn chat_commit(&self, commit: ChatCommit) -> BoxFuture<StoreResult<Committed>>;
+    /// Commits several at once (group commit): the new messages together
+    /// in ONE transaction (each still with its own event and outbox row),
+    /// edits and tombstones one transaction each. One answer per commit,
+    /// in order; a failed group transaction fails every commit in it.
+    fn chat_commit_batch(&self, commits: Vec<ChatCommit>)
+    -> BoxFuture<Vec<StoreResult<Committed>>>;
     /// One message.
     fn chat_message(
         &self,
@@ -187,6 +193,9 @@ pub trait ChatStore: Send + Sync {
     fn chat_ack_outbox(&self, rows: Vec<(String, u64)>) -> BoxFuture<StoreResult<u64>>;
     /// Drops rows whose retry window ended before `now`; returns how many.
     fn chat_expire_outbox(&self, now: u64) -> BoxFuture<StoreResult<u64>>;
+    /// Charges every `[chat.limits]` window or none (`chat_rate_windows`):
+    /// false, consuming nothing, if any would pass its limit.
+    fn chat_charge(&self, charges: Vec<super::RateCharge>) -> BoxFuture<StoreResult<bool>>;
     /// Moderation audit rows of a channel: (message id, actor, role,
     /// author, content SHA-256), oldest first (operators and tests).
     fn chat_audit(&self, channel_id: &str) -> BoxFuture<StoreResult<Vec<AuditRecord>>>;

@@ -192,7 +192,7 @@ pub async fn break_rate_limits(url: &str) {
     use sqlx::Connection;
     if citadel_server::store::is_postgres_url(url) {
         let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
-        sqlx::query("DROP TABLE rate_limits")
+        sqlx::query("DROP TABLE chat_rate_windows")
             .execute(&mut conn)
             .await
             .unwrap();
@@ -201,7 +201,7 @@ pub async fn break_rate_limits(url: &str) {
         let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite:{path}"))
             .await
             .unwrap();
-        sqlx::query("DROP TABLE rate_limits")
+        sqlx::query("DROP TABLE chat_rate_windows")
             .execute(&mut conn)
             .await
             .unwrap();

@@ -1,5 +1,6 @@
 //! The `[chat.limits]` fixed windows, charged through the store's durable
-//! counters (shared by every node on the database). Keys are hashed with
+//! `chat_rate_windows` (one row per hashed rule and key, shared by every
+//! node on the database). Keys are hashed with
 //! their rule name. All rules of one action are charged together or not at
 //! all; a storage failure refuses the action (fail closed).
 //!
@@ -118,7 +119,7 @@ impl Limiter {
         if charges.is_empty() {
             return Ok(());
         }
-        match self.store.charge_all(charges).await {
+        match self.store.chat_charge(charges).await {
             Ok(true) => Ok(()),
             Ok(false) => {
                 self.metrics.service_event(ServiceEvent::ChatRateLimited);

@@ -7,8 +7,9 @@
 //! subscription (`CHAT_NOT_SUBSCRIBED`) → re-authorise the target now
 //! ([`channel::Authority`]; a failure revokes the subscription and answers
 //! `CHAT_UNAVAILABLE`) → charge the `[chat.limits]` rules ([`limits`], fail
-//! closed) → validate → commit through the store (mutation + event + outbox
-//! row in ONE transaction) → [`outbox::Outbox::dispatch`]: live delivery
+//! closed) → validate → the group committer (concurrent commits share one
+//! store call; each mutation + its event + its outbox row are in ONE
+//! transaction) → [`outbox::Outbox::dispatch`], in event order: live delivery
 //! through the router to this node's subscribers, then the row's
 //! acknowledgement. A dropped live copy flags the subscription for
 //! `resync_required` ([`registry`]); history is the recovery path.
@@ -32,6 +33,8 @@ pub mod rpc;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -216,9 +219,19 @@ fn now_u64() -> u64 {
     u64::try_from(now_ms()).unwrap_or(0)
 }
 
+/// Most commits one group transaction takes.
+pub const GROUP_COMMIT_MAX: usize = 64;
+
+/// Commits waiting for the group committer, at most (callers wait past it).
+const COMMIT_QUEUE: usize = 4_096;
+
+type PendingCommit = (ChatCommit, oneshot::Sender<Result<Committed, StoreError>>);
+
 /// The chat service.
 pub struct ChatService {
     store: Arc<dyn Store>,
+    commits: mpsc::Sender<PendingCommit>,
+    commit_queue: Mutex<Option<mpsc::Receiver<PendingCommit>>>,
     registry: Arc<Registry>,
     outbox: Outbox,
     consumer: Mutex<Option<Consumer>>,
@@ -259,7 +272,10 @@ impl ChatService {
     ) -> Self {
         let registry = Arc::new(Registry::new(router, metrics.clone()));
         let (outbox, consumer) = Outbox::new(registry.clone(), metrics.clone());
+        let (commits, commit_queue) = mpsc::channel(COMMIT_QUEUE);
         ChatService {
+            commits,
+            commit_queue: Mutex::new(Some(commit_queue)),
             authority: Authority::new(realm, store.clone()),
             limiter: Limiter::new(store.clone(), config.limits.clone(), metrics.clone()),
             store,
@@ -416,27 +432,67 @@ impl ChatService {
             max_outbox_rows: self.config.max_outbox_rows,
             encode: events::durable_json,
         };
-        match self.store.chat_commit(commit).await? {
+        let stopped = || ChatError::Store(StoreError::Database("chat committer stopped".into()));
+        let (reply, answer) = oneshot::channel();
+        self.commits
+            .send((commit, reply))
+            .await
+            .map_err(|_| stopped())?;
+        match answer.await.map_err(|_| stopped())?? {
             Committed::Done {
-                event_id,
-                message,
-                payload,
-            } => {
-                self.metrics.service_event(ServiceEvent::ChatCommitted);
-                // Committed above: a dropped live copy never loses it.
-                self.outbox.dispatch(OutboxEvent {
-                    channel_id: channel_id.to_owned(),
-                    event_id,
-                    payload,
-                    expires_at: now + self.config.outbox_retry_ms,
-                });
-                Ok((event_id, message))
-            }
+                event_id, message, ..
+            } => Ok((event_id, message)),
             Committed::Missing => Err(ChatError::NotFound),
             Committed::Stale => Err(ChatError::Conflict),
-            Committed::OutboxFull => {
-                self.metrics.service_event(ServiceEvent::ChatOutboxFull);
-                Err(ChatError::Busy)
+            Committed::OutboxFull => Err(ChatError::Busy),
+        }
+    }
+
+    /// The group committer: takes every queued commit (up to
+    /// [`GROUP_COMMIT_MAX`]), commits them through the store at once, then
+    /// dispatches the committed events in event order and answers each
+    /// caller. Committed before live delivery; a dropped live copy never
+    /// loses the item.
+    async fn run_commits(&self, queue: &mut mpsc::Receiver<PendingCommit>) {
+        while let Some(first) = queue.recv().await {
+            let mut batch = vec![first];
+            while batch.len() < GROUP_COMMIT_MAX {
+                match queue.try_recv() {
+                    Ok(next) => batch.push(next),
+                    Err(_) => break,
+                }
+            }
+            if batch.len() > 1 {
+                self.metrics
+                    .service_n(ServiceEvent::ChatCommitsGrouped, batch.len() as u64);
+            }
+            let (commits, replies): (Vec<ChatCommit>, Vec<_>) = batch.into_iter().unzip();
+            let meta: Vec<(String, u64)> = commits
+                .iter()
+                .map(|c| (c.channel_id.clone(), c.outbox_expires_at))
+                .collect();
+            let results = self.store.chat_commit_batch(commits).await;
+            for ((result, reply), (channel_id, expires_at)) in
+                results.into_iter().zip(replies).zip(meta)
+            {
+                match &result {
+                    Ok(Committed::Done {
+                        event_id, payload, ..
+                    }) => {
+                        self.metrics.service_event(ServiceEvent::ChatCommitted);
+                        self.outbox.dispatch(OutboxEvent {
+                            channel_id,
+                            event_id: *event_id,
+                            payload: payload.clone(),
+                            expires_at,
+                        });
+                    }
+                    Ok(Committed::OutboxFull) => {
+                        self.metrics.service_event(ServiceEvent::ChatOutboxFull);
+                    }
+                    _ => {}
+                }
+                let _ = reply.send(result);
             }
         }
     }
@@ -648,6 +704,15 @@ impl ChatService {
         else {
             return;
         };
+        let Some(mut queue) = self
+            .commit_queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        else {
+            return;
+        };
+        let committer = self.run_commits(&mut queue);
         let consume = async {
             while Outbox::consume(&mut consumer, &self.store, &self.remote, &self.metrics).await {}
         };
@@ -674,6 +739,7 @@ impl ChatService {
         // Each loop owns its awaits: a tick never cancels an acknowledgement.
         tokio::select! {
             _ = shutdown.cancelled() => {}
+            _ = committer => {}
             _ = consume => {}
             _ = ticks => {}
         }

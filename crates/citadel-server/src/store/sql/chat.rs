@@ -5,11 +5,11 @@
 //! outbox row and, for moderation, the audit row.
 
 use super::{Pool, SqlStore};
-use crate::store::StoreResult;
 use crate::store::chat::{
     AuditRecord, ChannelRecord, ChatChange, ChatCommit, ChatStore, Committed, EventType,
     HistoryPage, MessageRecord,
 };
+use crate::store::{RateCharge, StoreError, StoreResult};
 use crate::util::BoxFuture;
 
 type Row = (i64, String, String, i64, i64, i64, i64, bool);
@@ -267,6 +267,184 @@ async fn commit(pool: &Pool, c: &ChatCommit) -> StoreResult<Committed> {
     Ok(done)
 }
 
+/// New messages of several commits in ONE transaction: the outbox bound is
+/// read once, each channel's counter is bumped once by its number of new
+/// messages, then messages, events and outbox rows are each one multi-row
+/// insert.
+async fn commit_creates(pool: &Pool, commits: &[&ChatCommit]) -> StoreResult<Vec<Committed>> {
+    let mut result: Vec<Committed> = vec![Committed::Missing; commits.len()];
+    let mut rows: Vec<(usize, u64, Plan, String)> = Vec::new();
+    let done = with_pool!(pool, p => {
+        let mut tx = p.begin().await?;
+        let (pending,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM chat_outbox")
+            .fetch_one(&mut *tx)
+            .await?;
+        let mut room = i64::from(commits[0].max_outbox_rows) - pending;
+        // Channels in first-seen order, with the commits of each.
+        let mut channels: Vec<(&str, Vec<usize>)> = Vec::new();
+        for (k, c) in commits.iter().enumerate() {
+            if room <= 0 {
+                result[k] = Committed::OutboxFull;
+                continue;
+            }
+            room -= 1;
+            match channels.iter_mut().find(|(id, _)| *id == c.channel_id) {
+                Some((_, ks)) => ks.push(k),
+                None => channels.push((&c.channel_id, vec![k])),
+            }
+        }
+        for (channel_id, ks) in &channels {
+            let bumped: Option<(i64,)> = sqlx::query_as(
+                "UPDATE chat_channels SET last_event_id = last_event_id + $1 \
+                 WHERE channel_id = $2 RETURNING last_event_id",
+            )
+            .bind(ks.len() as i64)
+            .bind(*channel_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some((top,)) = bumped else { continue };
+            let first = u64::try_from(top).unwrap_or(0) + 1 - ks.len() as u64;
+            for (n, k) in ks.iter().enumerate() {
+                let c = commits[*k];
+                let event_id = first + n as u64;
+                if let Ok(plan) = plan(&c.change, event_id, c.now, None) {
+                    let payload = (c.encode)(&c.channel_id, plan.event, event_id, &plan.message);
+                    rows.push((*k, event_id, plan, payload));
+                }
+            }
+        }
+        if !rows.is_empty() {
+            let list = |width: usize| {
+                (0..rows.len())
+                    .map(|r| {
+                        let cells: Vec<String> =
+                            (1..=width).map(|c| format!("${}", r * width + c)).collect();
+                        format!("({})", cells.join(", "))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let messages = format!(
+                "INSERT INTO chat_messages (channel_id, message_id, sender, content, created_at, \
+                 updated_at, revision, last_event_id, deleted) VALUES {}",
+                list(9)
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(messages));
+            for (k, _, plan, _) in &rows {
+                let m = &plan.message;
+                q = q
+                    .bind(&commits[*k].channel_id)
+                    .bind(i(m.message_id))
+                    .bind(&m.sender)
+                    .bind(&m.content)
+                    .bind(i(m.created_at))
+                    .bind(i(m.updated_at))
+                    .bind(i(m.revision))
+                    .bind(i(m.last_event_id))
+                    .bind(m.deleted);
+            }
+            q.execute(&mut *tx).await?;
+            let events = format!(
+                "INSERT INTO chat_events (channel_id, event_id, event_type, message_id, payload, created_at) \
+                 VALUES {}",
+                list(6)
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(events));
+            for (k, event_id, plan, payload) in &rows {
+                q = q
+                    .bind(&commits[*k].channel_id)
+                    .bind(i(*event_id))
+                    .bind(plan.event.as_str())
+                    .bind(i(plan.message.message_id))
+                    .bind(payload)
+                    .bind(i(commits[*k].now));
+            }
+            q.execute(&mut *tx).await?;
+            let outbox = format!(
+                "INSERT INTO chat_outbox (channel_id, event_id, payload, expires_at) VALUES {}",
+                list(4)
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(outbox));
+            for (k, event_id, _, payload) in &rows {
+                q = q
+                    .bind(&commits[*k].channel_id)
+                    .bind(i(*event_id))
+                    .bind(payload)
+                    .bind(i(commits[*k].outbox_expires_at));
+            }
+            q.execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        true
+    });
+    debug_assert!(done);
+    for (k, event_id, plan, payload) in rows {
+        result[k] = Committed::Done {
+            event_id,
+            message: plan.message,
+            payload,
+        };
+    }
+    Ok(result)
+}
+
+/// One autocommit upsert bumps every window (a row whose window is older
+/// restarts at 1); if any count passes its limit, one statement gives them
+/// all back, so a refusal consumes nothing.
+async fn charge(pool: &Pool, charges: &[RateCharge]) -> StoreResult<bool> {
+    if charges.is_empty() {
+        return Ok(true);
+    }
+    let values: Vec<String> = (0..charges.len())
+        .map(|k| format!("(${}, ${}, 1)", 2 * k + 1, 2 * k + 2))
+        .collect();
+    let upsert = format!(
+        "INSERT INTO chat_rate_windows (key_hash, window_start, count) VALUES {} \
+         ON CONFLICT (key_hash) DO UPDATE SET \
+         count = CASE WHEN chat_rate_windows.window_start = excluded.window_start \
+                      THEN chat_rate_windows.count + 1 ELSE 1 END, \
+         window_start = excluded.window_start \
+         RETURNING key_hash, count",
+        values.join(", ")
+    );
+    let rows: Vec<(String, i64)> = with_pool!(pool, p => {
+        let mut q = sqlx::query_as(sqlx::AssertSqlSafe(upsert.clone()));
+        for c in charges {
+            q = q.bind(&c.key_hash).bind(c.window_start);
+        }
+        q.fetch_all(p).await
+    })?;
+    let over = charges.iter().any(|c| {
+        rows.iter()
+            .find(|r| r.0 == c.key_hash)
+            .is_some_and(|r| r.1 > i64::from(c.limit))
+    });
+    if !over {
+        return Ok(true);
+    }
+    let conditions: Vec<String> = (0..charges.len())
+        .map(|k| {
+            format!(
+                "(key_hash = ${} AND window_start = ${})",
+                2 * k + 1,
+                2 * k + 2
+            )
+        })
+        .collect();
+    let undo = format!(
+        "UPDATE chat_rate_windows SET count = count - 1 WHERE {}",
+        conditions.join(" OR ")
+    );
+    with_pool!(pool, p => {
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(undo.clone()));
+        for c in charges {
+            q = q.bind(&c.key_hash).bind(c.window_start);
+        }
+        q.execute(p).await.map(|_| ())
+    })?;
+    Ok(false)
+}
+
 fn channel(row: (String, String, String, String)) -> ChannelRecord {
     ChannelRecord {
         channel_id: row.0,
@@ -325,6 +503,44 @@ impl ChatStore for SqlStore {
     fn chat_commit(&self, commit_: ChatCommit) -> BoxFuture<StoreResult<Committed>> {
         let pool = self.pool.clone();
         Box::pin(async move { commit(&pool, &commit_).await })
+    }
+
+    fn chat_commit_batch(
+        &self,
+        commits: Vec<ChatCommit>,
+    ) -> BoxFuture<Vec<StoreResult<Committed>>> {
+        let pool = self.pool.clone();
+        Box::pin(async move {
+            let mut out: Vec<Option<StoreResult<Committed>>> =
+                commits.iter().map(|_| None).collect();
+            let creates: Vec<usize> = (0..commits.len())
+                .filter(|k| matches!(commits[*k].change, ChatChange::Create { .. }))
+                .collect();
+            if creates.len() > 1 {
+                let batch: Vec<&ChatCommit> = creates.iter().map(|k| &commits[*k]).collect();
+                match commit_creates(&pool, &batch).await {
+                    Ok(done) => {
+                        for (k, d) in creates.iter().zip(done) {
+                            out[*k] = Some(Ok(d));
+                        }
+                    }
+                    Err(err) => {
+                        let text = err.to_string();
+                        for k in &creates {
+                            out[*k] = Some(Err(StoreError::Database(text.clone())));
+                        }
+                    }
+                }
+            }
+            for (k, c) in commits.iter().enumerate() {
+                if out[k].is_none() {
+                    out[k] = Some(commit(&pool, c).await);
+                }
+            }
+            out.into_iter()
+                .map(|r| r.unwrap_or_else(|| Err(StoreError::Database("not committed".into()))))
+                .collect()
+        })
     }
 
     fn chat_message(
@@ -419,6 +635,11 @@ impl ChatStore for SqlStore {
                 .map(|r| r.rows_affected()))?,
             )
         })
+    }
+
+    fn chat_charge(&self, charges: Vec<RateCharge>) -> BoxFuture<StoreResult<bool>> {
+        let pool = self.pool.clone();
+        Box::pin(async move { charge(&pool, &charges).await })
     }
 
     fn chat_audit(&self, channel_id: &str) -> BoxFuture<StoreResult<Vec<AuditRecord>>> {
