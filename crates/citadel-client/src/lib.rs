@@ -63,6 +63,8 @@ mod link;
 pub mod quic;
 pub mod ws;
 
+/// The NetworkPeer client session (kinds 13-15): apply bunches, ack, propose.
+pub use citadel_netpeer::session as netpeer;
 pub use citadel_wire::{self as wire, Envelope};
 pub use error::{ClientError, ClientResult};
 pub use event::{AuthOutcome, ClientEvent};

@@ -19,7 +19,8 @@
 //! `connect`, `spawn`/`set`/… (trusted), `handle_ack`/`handle_proposal`
 //! (untrusted input), `tick(now_ms)`, then `poll_output` until `None`.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -35,6 +36,31 @@ use crate::encode::{
 use crate::interest::{Grid, dist2, normalized};
 use crate::limits::{AuthorityConfig, Bucket};
 use crate::value::{Items, Value, ValueError, default_value, quantize, quantize_items};
+
+/// A multiply-rotate hasher for the hot `u32`-keyed maps: fixed (so
+/// iteration order, and thus output order, is reproducible) and cheap.
+/// Keys are server-chosen object ids, never attacker-chosen.
+#[derive(Default)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+pub(crate) type IdMap<V> = HashMap<u32, V, BuildHasherDefault<IdHasher>>;
 
 /// A connection id chosen by the driver.
 pub type ConnId = u64;
@@ -194,7 +220,9 @@ pub(crate) struct Conn {
     pub match_id: u32,
     pub guest: bool,
     pub viewer: Option<[f32; 3]>,
-    pub pairs: BTreeMap<u32, Pair>,
+    pub pairs: IdMap<Pair>,
+    /// Membership epoch last seen by a viewer-less relevance pass.
+    pub seen_membership: u64,
     pub bindings: BTreeMap<u32, Binding>,
     pub cooldowns: BTreeMap<(u32, u16), u64>,
     /// Layout version index per class this client was built with.
@@ -214,7 +242,10 @@ pub(crate) enum Cause {
 pub struct Authority {
     pub(crate) config: AuthorityConfig,
     pub(crate) classes: BTreeMap<u32, Class>,
-    pub(crate) objects: BTreeMap<u32, Object>,
+    pub(crate) objects: IdMap<Object>,
+    /// Bumped whenever which objects a viewer-less connection sees may
+    /// change (spawn, despawn, moves, owners).
+    membership: u64,
     pub(crate) conns: BTreeMap<ConnId, Conn>,
     pub(crate) tokens: TokenAllocator,
     next_object: Option<u32>,
@@ -237,7 +268,8 @@ impl Authority {
         Ok(Authority {
             config,
             classes: BTreeMap::new(),
-            objects: BTreeMap::new(),
+            objects: IdMap::default(),
+            membership: 0,
             conns: BTreeMap::new(),
             tokens: TokenAllocator::new(),
             next_object: Some(1),
@@ -311,6 +343,7 @@ impl Authority {
         if self.objects.remove(&object_id).is_none() {
             return false;
         }
+        self.membership += 1;
         for conn in self.conns.values_mut() {
             conn.pairs.remove(&object_id);
             conn.bindings.remove(&object_id);
@@ -386,6 +419,7 @@ impl Authority {
             .ok_or(ApiError::UnknownObject)?;
         let old = obj.owner;
         obj.owner = owner;
+        self.membership += 1;
         obj.owner_epoch = obj.owner_epoch.wrapping_add(1);
         for c in [old, owner].into_iter().flatten() {
             if let Some(conn) = self.conns.get_mut(&c) {
@@ -429,7 +463,8 @@ impl Authority {
                 match_id: 0,
                 guest,
                 viewer: None,
-                pairs: BTreeMap::new(),
+                pairs: IdMap::default(),
+                seen_membership: u64::MAX,
                 bindings: BTreeMap::new(),
                 cooldowns: BTreeMap::new(),
                 class_versions: BTreeMap::new(),
@@ -456,6 +491,7 @@ impl Authority {
             .get_mut(&conn)
             .ok_or(ApiError::UnknownConnection)?;
         c.match_id = match_id;
+        c.seen_membership = u64::MAX;
         c.pairs.clear();
         c.bindings.clear();
         c.cooldowns.clear();
@@ -500,6 +536,7 @@ impl Authority {
             .get_mut(&conn)
             .ok_or(ApiError::UnknownConnection)?;
         c.viewer = viewer;
+        c.seen_membership = u64::MAX;
         Ok(())
     }
 
@@ -507,7 +544,11 @@ impl Authority {
     pub fn relevant(&self, conn: ConnId) -> Vec<u32> {
         self.conns
             .get(&conn)
-            .map(|c| c.pairs.keys().copied().collect())
+            .map(|c| {
+                let mut ids: Vec<u32> = c.pairs.keys().copied().collect();
+                ids.sort_unstable();
+                ids
+            })
             .unwrap_or_default()
     }
 
@@ -628,6 +669,9 @@ impl Authority {
             return;
         };
         let (match_id, viewer) = (conn.match_id, conn.viewer);
+        if viewer.is_none() && conn.seen_membership == self.membership {
+            return;
+        }
         let mut exits = Vec::new();
         for &id in conn.pairs.keys() {
             let keep = self.objects.get(&id).is_some_and(|o| {
@@ -675,6 +719,11 @@ impl Authority {
         }
         let Some(conn) = self.conns.get_mut(&conn_id) else {
             return;
+        };
+        conn.seen_membership = if viewer.is_none() {
+            self.membership
+        } else {
+            u64::MAX
         };
         for id in exits {
             conn.pairs.remove(&id);
