@@ -5,12 +5,21 @@
 //! is the fire commands one core resolves per second; × 256 the ray-sphere
 //! tests.
 //!
+//! Also: one simulated second of the actor server core with 500
+//! predicted owners (one input frame each per 60 Hz tick, every owner's
+//! bundle carrying its 4 newest frames, snapshots at 20 Hz to all 500):
+//! the time is the core's CPU per second of play (no sockets, no
+//! encoding of envelopes beyond the snapshot bodies the core builds).
+//!
 //! Run: `cargo bench -p citadel-netcode --bench rewind`.
 
 use std::hint::black_box;
 
-use citadel_netcode::rewind::{History, resolve};
+use citadel_netcode::actors::{ActorConfig, ActorServer, Tick};
+use citadel_netcode::rewind::{History, RewindParams, resolve};
 use citadel_testkit::TestRng;
+use citadel_wire::actor::{NaPresence, NaTransform};
+use citadel_wire::tsync::{HelloParams, InputBundle, InputFrame};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn bench(c: &mut Criterion) {
@@ -55,5 +64,71 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench);
+fn owners(c: &mut Criterion) {
+    const OWNERS: u64 = 500;
+    let config = ActorConfig {
+        hello: HelloParams::default(),
+        budget: 0,
+        interest: None,
+        predicted_archetypes: vec![7],
+        input_max_speed: 2_000.0,
+        input_max_dt: 0.1,
+        rewind_history_ticks: 0,
+        rewind: RewindParams::default(),
+    };
+    let mut server = ActorServer::<u8>::new(config).unwrap();
+    let mut ids = Vec::new();
+    for pid in 1..=OWNERS {
+        server.handle_hello(pid, 0, Tick(0));
+        let presence = NaPresence {
+            archetype_id: 7,
+            transform: NaTransform {
+                position: [pid as f32 * 300.0, 0.0, 0.0],
+                ..NaTransform::IDENTITY
+            },
+        };
+        ids.push(server.handle_presence(pid, &presence, Tick(0)).unwrap());
+    }
+    while server.poll_output().is_some() {}
+    let mut tick = 0u64;
+    let mut seq = 0u32;
+    let mut group = c.benchmark_group("actor_core");
+    group.sample_size(10);
+    group.bench_function("one_second_500_predicted_owners", |b| {
+        b.iter(|| {
+            for _ in 0..60 {
+                tick += 1;
+                seq += 1;
+                for (i, &object_id) in ids.iter().enumerate() {
+                    let frames = (seq.saturating_sub(3)..=seq)
+                        .filter(|s| *s > 0)
+                        .map(|s| InputFrame {
+                            input_seq: s,
+                            sim_tick: s,
+                            dt: 1.0 / 60.0,
+                            object_id,
+                            ownership_epoch: 1,
+                            move_velocity: [300.0, 100.0, 0.0],
+                            ..InputFrame::default()
+                        })
+                        .collect();
+                    let bundle = InputBundle {
+                        acked_snapshot_id: 0,
+                        last_seen_snapshot_id: 0,
+                        frames,
+                    };
+                    let outcome = server.handle_input(i as u64 + 1, &bundle, Tick(tick));
+                    black_box(&outcome);
+                }
+                server.handle_tick(Tick(tick));
+                while let Some(out) = server.poll_output() {
+                    black_box(out);
+                }
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench, owners);
 criterion_main!(benches);
