@@ -754,3 +754,80 @@ end)
         "south does not"
     );
 }
+
+#[tokio::test]
+async fn scripts_hand_ownership_mark_targets_and_query_the_rewound_world() {
+    use citadel_client::wire::actor::NaSpawn;
+    use citadel_client::wire::protocol::{KIND_NA_SPAWN, KIND_TSYNC_HELLO, KIND_TSYNC_ROLE};
+    use citadel_client::wire::tsync::{Role, RoleChange, RoleEvent};
+    let node = start_lua(&format!(
+        "{WHOAMI}{}",
+        r#"
+local npc
+citadel.on_rpc("npc", function()
+    npc = citadel.spawn_actor{ archetype = 5, x = 0, y = 500, z = 0 }
+    citadel.set_hit_eligible(npc, true)
+    return tostring(npc)
+end)
+citadel.on_rpc("give", function(ctx) citadel.set_owner(npc, ctx.sender) return "ok" end)
+citadel.on_rpc("back", function() citadel.set_owner(npc, 0) return "ok" end)
+citadel.on_rpc("query", function(ctx, body)
+    local dy = tonumber(body)
+    local r = citadel.rewind_query(ctx.sender, {0, 0, 0}, {x = 0, y = dy, z = 0})
+    if r == nil then return "none" end
+    if not r.hit then return "miss" end
+    return r.object_id .. ":" .. math.floor(r.y + 0.5)
+end)
+citadel.on_rpc("bad", function() citadel.set_owner(0, 1) return "x" end)
+"#
+    ))
+    .await;
+    let mut a = guest(&node, Transport::Ws).await;
+    let me = my_id(&mut a).await;
+    assert_eq!(
+        rpc(&mut a, "query", b"1").await,
+        Ok("none".into()),
+        "not opted in"
+    );
+    a.send(&Envelope::new(KIND_TSYNC_HELLO, Vec::new()))
+        .await
+        .unwrap();
+    recv_kind(&mut a, KIND_TSYNC_HELLO).await;
+    let script_id = rpc(&mut a, "npc", b"").await.unwrap();
+    let spawn = NaSpawn::decode(&recv_kind(&mut a, KIND_NA_SPAWN).await.body).unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Hit at the near side of the 50 cm sphere around (0, 500, 0), named by
+    // the script's own id; the other way misses.
+    assert_eq!(
+        rpc(&mut a, "query", b"1").await,
+        Ok(format!("{script_id}:450"))
+    );
+    assert_eq!(rpc(&mut a, "query", b"-1").await, Ok("miss".into()));
+    // Ownership to the caller, then back to the server.
+    assert_eq!(rpc(&mut a, "give", b"").await, Ok("ok".into()));
+    let role = RoleChange::decode(&recv_kind(&mut a, KIND_TSYNC_ROLE).await.body).unwrap();
+    assert_eq!(
+        (
+            role.object_id,
+            role.owner,
+            role.role,
+            role.event,
+            role.ownership_epoch
+        ),
+        (
+            spawn.object_id,
+            me,
+            Role::OwnerPredicted,
+            RoleEvent::Handoff,
+            1
+        )
+    );
+    assert_eq!(node.shared().hub.owner_of(spawn.object_id), Some(me));
+    assert_eq!(rpc(&mut a, "back", b"").await, Ok("ok".into()));
+    let role = RoleChange::decode(&recv_kind(&mut a, KIND_TSYNC_ROLE).await.body).unwrap();
+    assert_eq!((role.owner, role.ownership_epoch), (0, 2));
+    assert_eq!(
+        rpc(&mut a, "bad", b"").await,
+        Err("RPC handler error".into())
+    );
+}

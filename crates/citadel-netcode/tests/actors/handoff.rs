@@ -5,10 +5,8 @@
 //! the middle of a stream; owner 0 returns the object to the server, and
 //! an owner that leaves gives its objects back.
 
-use citadel_netcode::actors::{
-    InputOutcome, InputRefusal, NpcSpawn, OwnerRefusal, Patrol, Refusal, WorldKey,
-};
-use citadel_wire::tsync::{InputBundle, InputFrame, Role, RoleChange, RoleEvent};
+use citadel_netcode::actors::{InputRefusal, NpcSpawn, OwnerRefusal, Patrol, Refusal, WorldKey};
+use citadel_wire::tsync::{InputFrame, Role, RoleChange, RoleEvent};
 
 use super::harness::{Stage, Zone, at, clean};
 use super::{PREDICTED, predicted_config};
@@ -28,15 +26,6 @@ fn frame(object_id: u32, epoch: u32, input_seq: u32, vx: f32) -> InputFrame {
 /// Within one quantization step (1/8 cm).
 fn near(got: [f32; 3], want: [f32; 3]) -> bool {
     got.iter().zip(want).all(|(g, w)| (g - w).abs() <= 0.125)
-}
-
-fn send(stage: &mut Stage, participant_id: u64, frames: Vec<InputFrame>) -> InputOutcome {
-    let bundle = InputBundle {
-        acked_snapshot_id: 0,
-        last_seen_snapshot_id: 0,
-        frames,
-    };
-    stage.apply(|server, now| server.handle_input(participant_id, &bundle, now))
 }
 
 /// The ROLE frames `participant_id` received for `object_id` since its
@@ -107,17 +96,10 @@ fn a_handoff_bumps_the_epoch_restarts_the_sequence_and_tells_owners_and_peers() 
 
     // The new owner drives it; its patrol pauses.
     let still = stage.server.npc_transform(npc).unwrap().position;
-    let out = send(
-        &mut stage,
-        2,
-        (1..=4).map(|s| frame(npc, 1, s, 1_000.0)).collect(),
-    );
+    let out = stage.input(2, (1..=4).map(|s| frame(npc, 1, s, 1_000.0)).collect());
     assert_eq!(out.applied, 4);
     // 6 waits for 5, which never comes under this owner.
-    assert_eq!(
-        send(&mut stage, 2, vec![frame(npc, 1, 6, 1_000.0)]).applied,
-        0
-    );
+    assert_eq!(stage.input(2, vec![frame(npc, 1, 6, 1_000.0)]).applied, 0);
     stage.run(12);
     let moved = stage.server.npc_transform(npc).unwrap().position;
     assert_eq!(moved, [still[0] + 200.0, still[1], still[2]], "input only");
@@ -130,28 +112,26 @@ fn a_handoff_bumps_the_epoch_restarts_the_sequence_and_tells_owners_and_peers() 
     stage
         .apply(|s, now| s.handle_set_owner(npc, 3, now))
         .unwrap();
-    let out = send(&mut stage, 2, vec![frame(npc, 1, 5, 1_000.0)]);
+    let out = stage.input(2, vec![frame(npc, 1, 5, 1_000.0)]);
     assert_eq!(
         out.refused(InputRefusal::NoPresence),
         1,
         "the old owner (no avatar of its own) is out"
     );
-    let out = send(&mut stage, 3, vec![frame(npc, 1, 1, -1_000.0)]);
+    let out = stage.input(3, vec![frame(npc, 1, 1, -1_000.0)]);
     assert_eq!(
         out.refused(InputRefusal::WrongEpoch),
         1,
         "the old epoch is out"
     );
-    let out = send(
-        &mut stage,
+    let out = stage.input(
         3,
         vec![frame(npc, 2, 1, -1_000.0), frame(npc, 2, 2, -1_000.0)],
     );
     assert_eq!((out.accepted, out.applied), (2, 2), "restarted at 1");
-    let out = send(&mut stage, 3, vec![frame(npc, 2, 5, -1_000.0)]);
+    let out = stage.input(3, vec![frame(npc, 2, 5, -1_000.0)]);
     assert_eq!(out.applied, 0);
-    let out = send(
-        &mut stage,
+    let out = stage.input(
         3,
         vec![frame(npc, 2, 3, -1_000.0), frame(npc, 2, 4, -1_000.0)],
     );
@@ -194,7 +174,7 @@ fn a_handoff_bumps_the_epoch_restarts_the_sequence_and_tells_owners_and_peers() 
     stage
         .apply(|s, now| s.handle_set_owner(npc, 0, now))
         .unwrap();
-    let out = send(&mut stage, 3, vec![frame(npc, 2, 6, 1_000.0)]);
+    let out = stage.input(3, vec![frame(npc, 2, 6, 1_000.0)]);
     assert_eq!(out.refused(InputRefusal::NoPresence), 1);
     stage.settle();
     let r = *roles(&mut stage, 3, npc).first().expect("a Handoff");
@@ -227,7 +207,7 @@ fn handoff_refusals_and_an_avatar_handed_away() {
     stage
         .apply(|s, now| s.handle_set_owner(avatar, 2, now))
         .unwrap();
-    let out = send(&mut stage, 1, vec![frame(avatar, 2, 1, 1_000.0)]);
+    let out = stage.input(1, vec![frame(avatar, 2, 1, 1_000.0)]);
     assert_eq!(out.refused(InputRefusal::NotOwner), 1);
     assert_eq!(
         stage.presence(1, PREDICTED, at(900.0, 0.0)),
@@ -235,7 +215,7 @@ fn handoff_refusals_and_an_avatar_handed_away() {
             citadel_netcode::actors::StateRefusal::NotOwner
         ))
     );
-    let out = send(&mut stage, 2, vec![frame(avatar, 2, 1, 1_000.0)]);
+    let out = stage.input(2, vec![frame(avatar, 2, 1, 1_000.0)]);
     assert_eq!(out.applied, 1, "2 drives it under epoch 2");
     // 2 also takes the NPC, then leaves: the NPC returns to the server; the
     // avatar stays 1's presence object and returns to the server too.
@@ -258,6 +238,6 @@ fn handoff_refusals_and_an_avatar_handed_away() {
     stage
         .apply(|s, now| s.handle_set_owner(avatar, 1, now))
         .unwrap();
-    let out = send(&mut stage, 1, vec![frame(avatar, 4, 1, 1_000.0)]);
+    let out = stage.input(1, vec![frame(avatar, 4, 1, 1_000.0)]);
     assert_eq!(out.applied, 1);
 }

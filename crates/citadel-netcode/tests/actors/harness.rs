@@ -325,6 +325,20 @@ impl Stage {
         result
     }
 
+    /// Kind 9 from `participant_id` (no piggybacked ack) at the current tick.
+    pub fn input(
+        &mut self,
+        participant_id: u64,
+        frames: Vec<citadel_wire::tsync::InputFrame>,
+    ) -> citadel_netcode::actors::InputOutcome {
+        let bundle = citadel_wire::tsync::InputBundle {
+            acked_snapshot_id: 0,
+            last_seen_snapshot_id: 0,
+            frames,
+        };
+        self.apply(|server, now| server.handle_input(participant_id, &bundle, now))
+    }
+
     /// A server-owned actor from game logic.
     pub fn npc(&mut self, spawn: NpcSpawn<Zone>) -> Option<u32> {
         self.apply(|server, now| server.handle_npc_spawn(spawn, now))

@@ -3,8 +3,8 @@
 //! `last_input_seq`; frames from anyone else are refused per reason and
 //! change nothing; the speed and step clamps bound a cheating owner.
 
-use citadel_netcode::actors::{InputOutcome, InputRefusal};
-use citadel_wire::tsync::{InputBundle, InputFrame, SnapshotUpdate};
+use citadel_netcode::actors::InputRefusal;
+use citadel_wire::tsync::{InputFrame, SnapshotUpdate};
 
 use super::harness::{Stage, Zone, at, clean};
 use super::{PREDICTED, predicted_config};
@@ -19,16 +19,6 @@ fn frame(object_id: u32, input_seq: u32, move_velocity: [f32; 3], dt: f32) -> In
         move_velocity,
         ..InputFrame::default()
     }
-}
-
-/// Kind 9 from `participant_id` at the stage's current tick.
-fn send(stage: &mut Stage, participant_id: u64, frames: Vec<InputFrame>) -> InputOutcome {
-    let bundle = InputBundle {
-        acked_snapshot_id: 0,
-        last_seen_snapshot_id: 0,
-        frames,
-    };
-    stage.apply(|server, now| server.handle_input(participant_id, &bundle, now))
 }
 
 /// Every snapshot entry `participant_id` received for `object_id`.
@@ -76,8 +66,7 @@ fn a_predicted_owners_inputs_move_its_object_in_order_and_its_snapshots_echo_las
     let (mut stage, a, _, _) = stage();
     let v = [1_000.0, 0.0, 0.0];
     // Out of order inside the bundle: the queue releases 1, 2, 3.
-    let out = send(
-        &mut stage,
+    let out = stage.input(
         1,
         vec![
             frame(a, 2, v, 0.05),
@@ -87,17 +76,13 @@ fn a_predicted_owners_inputs_move_its_object_in_order_and_its_snapshots_echo_las
     );
     assert_eq!((out.accepted, out.applied, out.unserved), (3, 3, 0));
     // 5 waits for 4; 4 releases both.
-    let out = send(&mut stage, 1, vec![frame(a, 5, v, 0.05)]);
+    let out = stage.input(1, vec![frame(a, 5, v, 0.05)]);
     assert_eq!(
         (out.accepted, out.applied),
         (1, 0),
         "5 is buffered behind the gap"
     );
-    let out = send(
-        &mut stage,
-        1,
-        vec![frame(a, 4, v, 0.05), frame(a, 3, v, 0.05)],
-    );
+    let out = stage.input(1, vec![frame(a, 4, v, 0.05), frame(a, 3, v, 0.05)]);
     assert_eq!((out.accepted, out.applied), (1, 2));
     assert_eq!(out.refused(InputRefusal::Stale), 1, "3 was applied already");
     stage.run(12);
@@ -131,16 +116,12 @@ fn a_predicted_owners_inputs_move_its_object_in_order_and_its_snapshots_echo_las
 fn input_from_anyone_but_the_predicted_owner_is_refused_and_changes_nothing() {
     let (mut stage, a, b, relay) = stage();
     let v = [1_000.0, 0.0, 0.0];
-    let out = send(
-        &mut stage,
-        2,
-        vec![frame(a, 1, v, 0.05), frame(a, 2, v, 0.05)],
-    );
+    let out = stage.input(2, vec![frame(a, 1, v, 0.05), frame(a, 2, v, 0.05)]);
     assert_eq!(out.refused(InputRefusal::NotOwner), 2, "2 does not own a");
     assert_eq!((out.accepted, out.applied, out.unserved), (0, 0, 2));
-    let out = send(&mut stage, 3, vec![frame(a, 1, v, 0.05)]);
+    let out = stage.input(3, vec![frame(a, 1, v, 0.05)]);
     assert_eq!(out.refused(InputRefusal::NoPresence), 1);
-    let out = send(&mut stage, 4, vec![frame(relay, 1, v, 0.05)]);
+    let out = stage.input(4, vec![frame(relay, 1, v, 0.05)]);
     assert_eq!(
         out.refused(InputRefusal::Relay),
         1,
@@ -149,7 +130,7 @@ fn input_from_anyone_but_the_predicted_owner_is_refused_and_changes_nothing() {
     // The owner itself, with a stale epoch or the reserved sequence 0.
     let mut wrong_epoch = frame(a, 1, v, 0.05);
     wrong_epoch.ownership_epoch = 2;
-    let out = send(&mut stage, 1, vec![wrong_epoch, frame(a, 0, v, 0.05)]);
+    let out = stage.input(1, vec![wrong_epoch, frame(a, 0, v, 0.05)]);
     assert_eq!(
         out.refusals().collect::<Vec<_>>(),
         vec![(InputRefusal::WrongEpoch, 1), (InputRefusal::ZeroSeq, 1)]
@@ -165,7 +146,7 @@ fn input_from_anyone_but_the_predicted_owner_is_refused_and_changes_nothing() {
         "no input was applied"
     );
     // The refused frames did not use up sequence 1: the owner's own is applied.
-    let out = send(&mut stage, 1, vec![frame(a, 1, v, 0.05)]);
+    let out = stage.input(1, vec![frame(a, 1, v, 0.05)]);
     assert_eq!((out.accepted, out.applied), (1, 1));
 }
 
@@ -176,7 +157,7 @@ fn a_speed_hacking_owner_moves_no_faster_than_the_clamps() {
     let frames = (1..=20)
         .map(|seq| frame(a, seq, [60_000.0, 80_000.0, 0.0], 1.0))
         .collect();
-    let out = send(&mut stage, 1, frames);
+    let out = stage.input(1, frames);
     assert_eq!(out.applied, 20);
     stage.run(12);
     // 20 × 0.1 s at 2 000 cm/s along (0.6, 0.8): 4 000 cm.
@@ -192,11 +173,7 @@ fn a_speed_hacking_owner_moves_no_faster_than_the_clamps() {
         "replicated speed {speed}"
     );
     // A non-finite intent moves nothing.
-    let out = send(
-        &mut stage,
-        1,
-        vec![frame(a, 21, [f32::NAN, 0.0, 0.0], 0.05)],
-    );
+    let out = stage.input(1, vec![frame(a, 21, [f32::NAN, 0.0, 0.0], 0.05)]);
     assert_eq!(out.applied, 1);
     stage.run(12);
     let still = stage.peer(1).position(a).expect("owner holds its object");
@@ -213,7 +190,7 @@ fn the_configured_input_clamps_replace_the_spec_defaults() {
     let frames = (1..=20)
         .map(|seq| frame(a, seq, [6_000.0, 8_000.0, 0.0], 1.0))
         .collect();
-    assert_eq!(send(&mut stage, 1, frames).applied, 20);
+    assert_eq!(stage.input(1, frames).applied, 20);
     stage.run(12);
     // 20 × 0.05 s at 500 cm/s along (0.6, 0.8): 500 cm.
     let got = stage.peer(1).position(a).expect("owner holds its object");

@@ -83,6 +83,20 @@ pub enum Command {
         /// Object id.
         id: u32,
     },
+    /// `citadel.set_owner` (`transform.rs`).
+    SetOwner {
+        /// Object id (a script actor id or a hub id).
+        id: u32,
+        /// New owner (0 = the server).
+        owner: u64,
+    },
+    /// `citadel.set_hit_eligible` (`transform.rs`).
+    SetHitEligible {
+        /// Object id (a script actor id or a hub id).
+        id: u32,
+        /// Opt in or out.
+        eligible: bool,
+    },
 }
 
 impl Command {
@@ -90,7 +104,11 @@ impl Command {
     pub fn is_actor(&self) -> bool {
         matches!(
             self,
-            Command::SpawnActor(_) | Command::MoveActor { .. } | Command::DespawnActor { .. }
+            Command::SpawnActor(_)
+                | Command::MoveActor { .. }
+                | Command::DespawnActor { .. }
+                | Command::SetOwner { .. }
+                | Command::SetHitEligible { .. }
         )
     }
 }
@@ -139,7 +157,7 @@ impl ActorIds {
     }
 }
 
-fn push(lua: &Lua, command: Command, bytes: usize) -> mlua::Result<()> {
+pub(super) fn push(lua: &Lua, command: Command, bytes: usize) -> mlua::Result<()> {
     let mut inv = lua
         .app_data_mut::<Invocation>()
         .ok_or_else(|| mlua::Error::runtime("no invocation in progress"))?;

@@ -26,6 +26,7 @@ mod hooks;
 mod policy;
 mod sandbox;
 mod services;
+mod transform;
 mod vm;
 mod worker;
 

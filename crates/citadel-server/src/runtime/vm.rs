@@ -175,6 +175,7 @@ impl Vm {
         hooks::install(&lua, &citadel).map_err(setup)?;
         api::install(&lua, &citadel).map_err(setup)?;
         super::services::install(&lua, &citadel).map_err(setup)?;
+        super::transform::install(&lua, &citadel).map_err(setup)?;
         lua.globals().set("citadel", citadel).map_err(setup)?;
         let chunk = lua
             .load(source)
@@ -202,6 +203,11 @@ impl Vm {
 
     /// Connects the service host functions (`notifications_*`) to the node.
     pub fn install_host(&self, host: super::HostServices) {
+        self.lua.set_app_data(host);
+    }
+
+    /// What `citadel.rewind_query` reads (every VM, every reload).
+    pub fn install_transform(&self, host: super::transform::TransformHost) {
         self.lua.set_app_data(host);
     }
 

@@ -11,7 +11,6 @@
 //! then swapping in a finished reload, then a due reload poll (which starts
 //! building the new VM on a loader thread).
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::Weak;
@@ -23,6 +22,7 @@ use citadel_wire::Envelope;
 
 use super::api::Command;
 use super::hooks::Hook;
+use super::transform::{ScriptActors, TransformHost, lock};
 use super::vm::{Caller, Failure, Limits, LoadError, Outcome, Vm};
 use super::{Call, Inner, LuaRpc, Runtime, RuntimeDeps, Shared};
 use crate::actors::WorldKey;
@@ -76,8 +76,9 @@ pub(super) struct Worker {
     deps: RuntimeDeps,
     /// A replacement VM being built on a loader thread (hot reload).
     pending: Option<Receiver<Result<Vm, LoadError>>>,
-    /// Script actor id → transform-sync hub id of the NPCs scripts spawned.
-    actors: HashMap<u32, u32>,
+    /// Script actor id → transform-sync hub id of the NPCs scripts spawned
+    /// (shared with `citadel.rewind_query`).
+    actors: ScriptActors,
 }
 
 fn stamp(path: &PathBuf) -> Option<(SystemTime, u64)> {
@@ -117,6 +118,11 @@ impl Worker {
             limits,
         } = parts;
         vm.install_host(deps.host.clone());
+        let actors = ScriptActors::default();
+        vm.install_transform(TransformHost {
+            hub: deps.hub.clone(),
+            actors: actors.clone(),
+        });
         Worker {
             vm,
             rx,
@@ -127,7 +133,7 @@ impl Worker {
             limits,
             deps,
             pending: None,
-            actors: HashMap::new(),
+            actors,
         }
     }
 
@@ -366,7 +372,7 @@ impl Worker {
                     patrol,
                 });
                 if let Some(hub_id) = hub_id {
-                    self.actors.insert(spawn.id, hub_id);
+                    lock(&self.actors).insert(spawn.id, hub_id);
                 }
             }
             Command::MoveActor {
@@ -374,16 +380,36 @@ impl Worker {
                 position,
                 velocity,
             } => {
-                if let Some(hub_id) = self.actors.get(&id) {
-                    hub.move_npc(*hub_id, position, Some(velocity));
+                if let Some(hub_id) = lock(&self.actors).get(&id).copied() {
+                    hub.move_npc(hub_id, position, Some(velocity));
                 }
             }
             Command::DespawnActor { id } => {
-                if let Some(hub_id) = self.actors.remove(&id) {
+                let removed = lock(&self.actors).remove(&id);
+                if let Some(hub_id) = removed {
                     hub.despawn_npc(hub_id);
                 }
             }
+            Command::SetOwner { id, owner } => {
+                let hub_id = self.transform_host().hub_id(id);
+                if let Err(refusal) = hub.set_owner(hub_id, owner) {
+                    tracing::debug!(id, owner, %refusal, "citadel.set_owner refused");
+                }
+            }
+            Command::SetHitEligible { id, eligible } => {
+                let hub_id = self.transform_host().hub_id(id);
+                if !hub.set_hit_eligible(hub_id, eligible) {
+                    tracing::debug!(id, "citadel.set_hit_eligible: unknown object");
+                }
+            }
             Command::Broadcast { .. } | Command::Send { .. } => {}
+        }
+    }
+
+    fn transform_host(&self) -> TransformHost {
+        TransformHost {
+            hub: self.deps.hub.clone(),
+            actors: self.actors.clone(),
         }
     }
 
@@ -434,6 +460,7 @@ impl Worker {
             }
             Ok(vm) => {
                 vm.install_host(self.deps.host.clone());
+                vm.install_transform(self.transform_host());
                 let registered = vm.registered().clone();
                 self.vm = vm;
                 self.publish(registered);
