@@ -19,7 +19,7 @@ mod support;
 use std::time::Duration;
 
 use citadel_server::config::Config;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use common::*;
 use support::*;
@@ -496,20 +496,28 @@ async fn direct_and_group_rules(url: &str, tag: &str) {
         .rpc("groups.create", json!({"name": format!("Chatters {tag}")}))
         .await
         .unwrap();
-    let g = created["group_id"].as_str().unwrap().to_owned();
+    // The id is a JSON integer, and the group target takes it as one.
+    assert!(created["group_id"].is_u64(), "{created}");
+    let g = created["group_id"].as_u64().unwrap();
     let target = json!({"target": {"kind": "group", "group_id": g}});
     assert_eq!(
         mem.rpc("chat.join", target.clone()).await,
         Err("CHAT_UNAVAILABLE".into())
     );
+    let group = |id: Value| json!({"target": {"kind": "group", "group_id": id}});
     assert_eq!(
-        mem.rpc(
-            "chat.join",
-            json!({"target": {"kind": "group", "group_id": "grp-none"}})
-        )
-        .await,
-        Err("CHAT_UNAVAILABLE".into())
+        mem.rpc("chat.join", group(json!(9_007_199_254_740_993_u64)))
+            .await,
+        Err("CHAT_UNAVAILABLE".into()),
+        "a well-formed unknown id"
     );
+    for bad in [json!(g.to_string()), json!(0), json!(-1), json!(1.5)] {
+        assert_eq!(
+            owner.rpc("chat.join", group(bad.clone())).await,
+            Err("missing integer field: group_id".into()),
+            "{bad}"
+        );
+    }
     for p in [&adm.id, &mem.id] {
         owner
             .rpc("groups.add_member", json!({"group_id": g, "user_id": p}))
@@ -748,9 +756,8 @@ async fn each_rule_trips(url: &str, tag: &str) {
         .rpc("groups.create", json!({"name": format!("Rules {tag}")}))
         .await
         .unwrap()["group_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+        .as_u64()
+        .unwrap();
     o.rpc("groups.add_member", json!({"group_id": g, "user_id": m.id}))
         .await
         .unwrap();

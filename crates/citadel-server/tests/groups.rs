@@ -80,7 +80,7 @@ impl Player {
 
     /// A target operation (`add_member`, `kick`, ...) on `other`; the new
     /// state or the error.
-    async fn on(&mut self, method: &str, group: &str, other: &str) -> Result<Value, String> {
+    async fn on(&mut self, method: &str, group: u64, other: &str) -> Result<Value, String> {
         self.rpc(
             &format!("groups.{method}"),
             json!({"group_id": group, "user_id": other}),
@@ -89,7 +89,7 @@ impl Player {
         .map(|r| r["state"].clone())
     }
 
-    async fn state_in(&mut self, group: &str) -> Value {
+    async fn state_in(&mut self, group: u64) -> Value {
         self.rpc("groups.get", json!({"group_id": group}))
             .await
             .unwrap()["state"]
@@ -128,10 +128,13 @@ async fn role_rules(url: &str, tag: &str) {
             .await,
         Err("invalid JSON body".into())
     );
-    assert_eq!(
-        owner.rpc("groups.get", json!({"group_id": 3})).await,
-        Err("missing string field: group_id".into())
-    );
+    for bad in [json!("3"), json!(0), json!(-3), json!(1.5), Value::Null] {
+        assert_eq!(
+            owner.rpc("groups.get", json!({"group_id": bad})).await,
+            Err("missing integer field: group_id".into()),
+            "{bad}"
+        );
+    }
     assert_eq!(
         owner
             .rpc("groups.create", json!({"name": "x", "max_members": 101}))
@@ -158,38 +161,47 @@ async fn role_rules(url: &str, tag: &str) {
     assert_eq!(created["open"], false);
     assert_eq!(created["max_members"], 100);
     assert_eq!(created["metadata"], json!({"tier": 2}));
-    let g = created["group_id"].as_str().unwrap().to_owned();
-    assert_eq!(owner.state_in(&g).await, "superadmin");
+    // Ids are JSON integers in 1..=2^53-1; the string form is refused.
+    assert!(created["group_id"].is_u64(), "{created}");
+    let g = created["group_id"].as_u64().unwrap();
+    assert!((1..1 << 53).contains(&g), "{g}");
+    assert_eq!(owner.state_in(g).await, "superadmin");
+    assert_eq!(
+        owner
+            .rpc("groups.get", json!({"group_id": g.to_string()}))
+            .await,
+        Err("missing integer field: group_id".into())
+    );
     assert_eq!(
         mem.rpc("groups.create", json!({"name": name})).await,
         Err("group name taken".into())
     );
     assert_eq!(
         owner
-            .rpc("groups.get", json!({"group_id": "grp-none"}))
+            .rpc("groups.get", json!({"group_id": 9_007_199_254_740_993_u64}))
             .await,
         Err("group not found".into())
     );
 
     // Admins manage members; members and outsiders do not.
     assert_eq!(
-        owner.on("add_member", &g, &adm.id.clone()).await,
+        owner.on("add_member", g, &adm.id.clone()).await,
         Ok(json!("member"))
     );
     assert_eq!(
-        owner.on("promote", &g, &adm.id.clone()).await,
+        owner.on("promote", g, &adm.id.clone()).await,
         Ok(json!("admin"))
     );
     assert_eq!(
-        adm.on("add_member", &g, &mem.id.clone()).await,
+        adm.on("add_member", g, &mem.id.clone()).await,
         Ok(json!("member"))
     );
     assert_eq!(
-        adm.on("add_member", &g, &mem.id.clone()).await,
+        adm.on("add_member", g, &mem.id.clone()).await,
         Err("already a member".into())
     );
-    assert_eq!(mem.on("add_member", &g, &out.id.clone()).await, denied());
-    assert_eq!(out.on("add_member", &g, &out.id.clone()).await, denied());
+    assert_eq!(mem.on("add_member", g, &out.id.clone()).await, denied());
+    assert_eq!(out.on("add_member", g, &out.id.clone()).await, denied());
     let unknown = owner
         .rpc(
             "groups.add_member",
@@ -199,20 +211,20 @@ async fn role_rules(url: &str, tag: &str) {
     assert_eq!(unknown, Err("user unavailable".into()));
 
     // Only a superadmin changes admins.
-    assert_eq!(adm.on("promote", &g, &mem.id.clone()).await, denied());
-    assert_eq!(adm.on("demote", &g, &adm.id.clone()).await, denied());
-    assert_eq!(adm.on("kick", &g, &owner.id.clone()).await, denied());
-    assert_eq!(mem.on("kick", &g, &adm.id.clone()).await, denied());
+    assert_eq!(adm.on("promote", g, &mem.id.clone()).await, denied());
+    assert_eq!(adm.on("demote", g, &adm.id.clone()).await, denied());
+    assert_eq!(adm.on("kick", g, &owner.id.clone()).await, denied());
+    assert_eq!(mem.on("kick", g, &adm.id.clone()).await, denied());
     assert_eq!(
-        owner.on("demote", &g, &mem.id.clone()).await,
+        owner.on("demote", g, &mem.id.clone()).await,
         Err("cannot demote further".into())
     );
     assert_eq!(
-        owner.on("promote", &g, &out.id.clone()).await,
+        owner.on("promote", g, &out.id.clone()).await,
         Err("not a member".into())
     );
     assert_eq!(
-        owner.on("kick", &g, &owner.id.clone()).await,
+        owner.on("kick", g, &owner.id.clone()).await,
         Err("cannot target yourself".into())
     );
 
@@ -244,43 +256,43 @@ async fn role_rules(url: &str, tag: &str) {
         Err("last superadmin needs a successor".into())
     );
     assert_eq!(
-        owner.on("demote", &g, &owner.id.clone()).await,
+        owner.on("demote", g, &owner.id.clone()).await,
         Err("last superadmin needs a successor".into())
     );
     assert_eq!(
-        owner.on("promote", &g, &adm.id.clone()).await,
+        owner.on("promote", g, &adm.id.clone()).await,
         Ok(json!("superadmin"))
     );
     assert_eq!(
-        owner.on("promote", &g, &adm.id.clone()).await,
+        owner.on("promote", g, &adm.id.clone()).await,
         Err("cannot promote further".into())
     );
     assert_eq!(
-        adm.on("kick", &g, &owner.id.clone()).await,
+        adm.on("kick", g, &owner.id.clone()).await,
         denied(),
         "superadmins are never kicked"
     );
     assert_eq!(
-        owner.on("demote", &g, &owner.id.clone()).await,
+        owner.on("demote", g, &owner.id.clone()).await,
         Ok(json!("admin"))
     );
-    assert_eq!(owner.state_in(&g).await, "admin");
+    assert_eq!(owner.state_in(g).await, "admin");
     // adm is now the only superadmin; owner (admin) cannot touch admins.
-    assert_eq!(owner.on("demote", &g, &adm.id.clone()).await, denied());
+    assert_eq!(owner.on("demote", g, &adm.id.clone()).await, denied());
 
     // Kick: admins remove members; removing an admin takes a superadmin.
-    assert_eq!(mem.on("kick", &g, &owner.id.clone()).await, denied());
-    assert_eq!(adm.on("kick", &g, &owner.id.clone()).await, Ok(Value::Null));
-    assert_eq!(owner.state_in(&g).await, Value::Null);
-    assert_eq!(adm.on("kick", &g, &mem.id.clone()).await, Ok(Value::Null));
+    assert_eq!(mem.on("kick", g, &owner.id.clone()).await, denied());
+    assert_eq!(adm.on("kick", g, &owner.id.clone()).await, Ok(Value::Null));
+    assert_eq!(owner.state_in(g).await, Value::Null);
+    assert_eq!(adm.on("kick", g, &mem.id.clone()).await, Ok(Value::Null));
     assert_eq!(
-        adm.on("kick", &g, &mem.id.clone()).await,
+        adm.on("kick", g, &mem.id.clone()).await,
         Err("not a member".into())
     );
 
     // Listing, by prefix and the caller's own, paged by cursor.
     let mine = adm.rpc("groups.list", json!({"mine": true})).await.unwrap();
-    assert_eq!(mine["groups"][0]["group_id"], g.as_str());
+    assert_eq!(mine["groups"][0]["group_id"], g);
     assert_eq!(mine["groups"][0]["state"], "superadmin");
     assert_eq!(
         out.rpc("groups.list", json!({"mine": true})).await.unwrap()["groups"],
@@ -296,7 +308,7 @@ async fn role_rules(url: &str, tag: &str) {
         let page = mem.rpc("groups.list", request.clone()).await.unwrap();
         for group in page["groups"].as_array().unwrap() {
             assert!(group.get("state").is_none(), "state only with mine");
-            seen.push(group["group_id"].as_str().unwrap().to_owned());
+            seen.push(group["group_id"].as_u64().unwrap());
         }
         match &page["cursor"] {
             Value::String(c) => {
@@ -305,10 +317,7 @@ async fn role_rules(url: &str, tag: &str) {
             _ => break,
         }
     }
-    assert_eq!(
-        seen,
-        [g.clone(), second["group_id"].as_str().unwrap().into()]
-    );
+    assert_eq!(seen, [g, second["group_id"].as_u64().unwrap()]);
 
     // Delete: superadmins only.
     assert_eq!(
@@ -338,9 +347,8 @@ async fn trusted_rules(url: &str, tag: &str) {
         .rpc("groups.create", json!({"name": format!("Closed {tag}")}))
         .await
         .unwrap()["group_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+        .as_u64()
+        .unwrap();
     let open = owner
         .rpc(
             "groups.create",
@@ -348,41 +356,40 @@ async fn trusted_rules(url: &str, tag: &str) {
         )
         .await
         .unwrap()["group_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let id = |g: &str| json!({"group_id": g});
-    let target = |g: &str, p: &Player| json!({"group_id": g, "user_id": p.id});
+        .as_u64()
+        .unwrap();
+    let id = |g: u64| json!({"group_id": g});
+    let target = |g: u64, p: &Player| json!({"group_id": g, "user_id": p.id});
 
     assert_eq!(
-        owner.trusted("explode", id(&closed)).await,
+        owner.trusted("explode", id(closed)).await,
         Err("unknown group operation".into())
     );
     assert_eq!(
         owner.trusted("join", json!({})).await,
-        Err("missing string field: group_id".into())
+        Err("missing integer field: group_id".into())
     );
 
     // join: an open group admits, a closed one records a request.
     assert_eq!(
-        asker.trusted("join", id(&open)).await.unwrap()["state"],
+        asker.trusted("join", id(open)).await.unwrap()["state"],
         "member"
     );
     assert_eq!(
-        asker.trusted("join", id(&open)).await,
+        asker.trusted("join", id(open)).await,
         Err("already a member".into())
     );
     assert_eq!(
-        asker.trusted("join", id(&closed)).await.unwrap()["state"],
+        asker.trusted("join", id(closed)).await.unwrap()["state"],
         "join_request"
     );
     assert_eq!(
-        asker.trusted("join", id(&closed)).await.unwrap()["state"],
+        asker.trusted("join", id(closed)).await.unwrap()["state"],
         "join_request",
         "repeating a request is harmless"
     );
     // A pending request is not membership: invisible to plain members.
-    assert_eq!(asker.state_in(&closed).await, "join_request");
+    assert_eq!(asker.state_in(closed).await, "join_request");
     let listed = owner
         .rpc("groups.get", json!({"group_id": closed}))
         .await
@@ -397,19 +404,19 @@ async fn trusted_rules(url: &str, tag: &str) {
     // approve_request: admins only, and only on a request.
     assert_eq!(
         asker
-            .trusted("approve_request", target(&closed, &asker))
+            .trusted("approve_request", target(closed, &asker))
             .await,
         denied()
     );
     assert_eq!(
         owner
-            .trusted("approve_request", target(&closed, &heir))
+            .trusted("approve_request", target(closed, &heir))
             .await,
         Err("no pending request".into())
     );
     assert_eq!(
         owner
-            .trusted("approve_request", target(&closed, &asker))
+            .trusted("approve_request", target(closed, &asker))
             .await
             .unwrap()["state"],
         "member"
@@ -417,60 +424,60 @@ async fn trusted_rules(url: &str, tag: &str) {
 
     // invite / accept_invitation / cancel_admission.
     assert_eq!(
-        asker.trusted("invite", target(&closed, &guest_of)).await,
+        asker.trusted("invite", target(closed, &guest_of)).await,
         denied(),
         "members do not invite"
     );
     assert_eq!(
         owner
-            .trusted("invite", target(&closed, &guest_of))
+            .trusted("invite", target(closed, &guest_of))
             .await
             .unwrap()["state"],
         "invited"
     );
     assert_eq!(
-        heir.trusted("accept_invitation", id(&closed)).await,
+        heir.trusted("accept_invitation", id(closed)).await,
         Err("no pending invitation".into())
     );
     assert_eq!(
         guest_of
-            .trusted("cancel_admission", id(&closed))
+            .trusted("cancel_admission", id(closed))
             .await
             .unwrap()["state"],
         Value::Null,
         "declining one's own invitation"
     );
     assert_eq!(
-        guest_of.trusted("accept_invitation", id(&closed)).await,
+        guest_of.trusted("accept_invitation", id(closed)).await,
         Err("no pending invitation".into())
     );
     owner
-        .trusted("invite", target(&closed, &guest_of))
+        .trusted("invite", target(closed, &guest_of))
         .await
         .unwrap();
     assert_eq!(
         asker
-            .trusted("cancel_admission", target(&closed, &guest_of))
+            .trusted("cancel_admission", target(closed, &guest_of))
             .await,
         denied(),
         "someone else's admission takes an admin"
     );
     assert_eq!(
         guest_of
-            .trusted("accept_invitation", id(&closed))
+            .trusted("accept_invitation", id(closed))
             .await
             .unwrap()["state"],
         "member"
     );
     assert_eq!(
-        guest_of.trusted("cancel_admission", id(&closed)).await,
+        guest_of.trusted("cancel_admission", id(closed)).await,
         Err("no pending admission".into())
     );
     // An invitation to someone who asked admits them.
-    heir.trusted("join", id(&closed)).await.unwrap();
+    heir.trusted("join", id(closed)).await.unwrap();
     assert_eq!(
         owner
-            .trusted("invite", target(&closed, &heir))
+            .trusted("invite", target(closed, &heir))
             .await
             .unwrap()["state"],
         "member"
@@ -479,24 +486,24 @@ async fn trusted_rules(url: &str, tag: &str) {
     // transfer_ownership: superadmin to a member; the giver becomes admin.
     assert_eq!(
         asker
-            .trusted("transfer_ownership", target(&closed, &heir))
+            .trusted("transfer_ownership", target(closed, &heir))
             .await,
         denied()
     );
     let other = player(&node, &format!("toth-{tag}")).await;
     assert_eq!(
         owner
-            .trusted("transfer_ownership", target(&closed, &other))
+            .trusted("transfer_ownership", target(closed, &other))
             .await,
         Err("not a member".into())
     );
     let moved = owner
-        .trusted("transfer_ownership", target(&closed, &heir))
+        .trusted("transfer_ownership", target(closed, &heir))
         .await
         .unwrap();
     assert_eq!(moved["previous_owner"], owner.id.as_str());
-    assert_eq!(heir.state_in(&closed).await, "superadmin");
-    assert_eq!(owner.state_in(&closed).await, "admin");
+    assert_eq!(heir.state_in(closed).await, "superadmin");
+    assert_eq!(owner.state_in(closed).await, "admin");
     assert_eq!(
         owner
             .rpc("groups.delete", json!({"group_id": closed}))
@@ -553,9 +560,8 @@ async fn member_and_group_caps_hold() {
             )
             .await
             .unwrap()["group_id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+            .as_u64()
+            .unwrap();
         assert_eq!(
             b.trusted("join", json!({"group_id": small})).await.unwrap()["state"],
             "member"
@@ -565,7 +571,7 @@ async fn member_and_group_caps_hold() {
             Err("group full".into())
         );
         assert_eq!(
-            a.on("add_member", &small, &c.id.clone()).await,
+            a.on("add_member", small, &c.id.clone()).await,
             Err("group full".into())
         );
         a.rpc("groups.create", json!({"name": format!("Second {tag}")}))

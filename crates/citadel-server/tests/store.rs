@@ -335,3 +335,50 @@ async fn the_background_checkpointer_keeps_the_sqlite_log_from_growing() {
         "the probe itself grows the log: {sizes:?}"
     );
 }
+
+/// Group ids are u64 values kept as decimal text; a taken id is reported
+/// as `IdTaken` (the service draws again), apart from a taken name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taken_group_id_is_told_apart_from_a_taken_name_on_every_backend() {
+    use citadel_server::store::{GroupOutcome, GroupRecord, GroupStore};
+    for backend in backends::all().await {
+        let store = SqlStore::connect(&backend.url, &settings()).await.unwrap();
+        store
+            .create_account(new_account("owner", "owner", "dev-o"))
+            .await
+            .unwrap();
+        let record = |id: u64, name: &str| GroupRecord {
+            group_id: id,
+            name: name.into(),
+            description: String::new(),
+            open: false,
+            max_members: 10,
+            metadata: "{}".into(),
+            creator_id: "owner".into(),
+            created_at: 1,
+            updated_at: 1,
+            member_count: 1,
+        };
+        let top = (1 << 53) - 1;
+        for (id, name, outcome) in [
+            (top, "first", GroupOutcome::Applied),
+            (top, "second", GroupOutcome::IdTaken),
+            (7, "first", GroupOutcome::NameTaken),
+            (7, "second", GroupOutcome::Applied),
+        ] {
+            assert_eq!(
+                store.group_create(record(id, name), 10).await.unwrap(),
+                outcome,
+                "{}: {id} {name}",
+                backend.name
+            );
+        }
+        let stored = store.group_get(top).await.unwrap().unwrap();
+        assert_eq!((stored.group_id, stored.name.as_str()), (top, "first"));
+        assert!(store.group_get(8).await.unwrap().is_none());
+        let listed = store.group_list(None, None, None, 10).await.unwrap();
+        let ids: Vec<u64> = listed.iter().map(|(g, _)| g.group_id).collect();
+        assert_eq!(ids, [top, 7], "{}", backend.name);
+        store.close().await;
+    }
+}

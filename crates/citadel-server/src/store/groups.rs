@@ -59,8 +59,8 @@ impl Standing {
 /// A group's stored fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupRecord {
-    /// Opaque id.
-    pub group_id: String,
+    /// Random id in `1..=2^53 - 1`, stored as its decimal text.
+    pub group_id: u64,
     /// Unique display name.
     pub name: String,
     /// Free text.
@@ -115,7 +115,7 @@ pub struct GroupUpdate {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StandingChange {
     /// The group.
-    pub group_id: String,
+    pub group_id: u64,
     /// Whose standing changes.
     pub user_id: String,
     /// What it must be now (`None`: no row).
@@ -150,6 +150,8 @@ pub enum GroupOutcome {
     LastSuperadmin,
     /// The name is taken by another group.
     NameTaken,
+    /// The new group's id is taken (the caller draws another).
+    IdTaken,
     /// `max_members` below the current member count.
     BelowCount,
 }
@@ -159,15 +161,15 @@ pub type ListedGroup = (GroupRecord, Option<Standing>);
 
 /// Durable groups.
 pub trait GroupStore: Send + Sync {
-    /// Inserts `group` with `creator` as its superadmin. `NameTaken` or
-    /// `UserLimit` refuse it.
+    /// Inserts `group` with `creator` as its superadmin. `IdTaken`,
+    /// `NameTaken` or `UserLimit` refuse it.
     fn group_create(
         &self,
         group: GroupRecord,
         max_groups_per_user: u32,
     ) -> BoxFuture<StoreResult<GroupOutcome>>;
     /// The group and its member count.
-    fn group_get(&self, group_id: &str) -> BoxFuture<StoreResult<Option<GroupRecord>>>;
+    fn group_get(&self, group_id: u64) -> BoxFuture<StoreResult<Option<GroupRecord>>>;
     /// Groups ordered by name after `after`, at most `limit`; only names
     /// starting with `prefix` when given; only groups where `member` holds a
     /// row when given (with that standing).
@@ -182,24 +184,21 @@ pub trait GroupStore: Send + Sync {
     /// `Unauthorized`, `NameTaken` or `BelowCount` refuse it.
     fn group_update(
         &self,
-        group_id: &str,
+        group_id: u64,
         actor: &str,
         update: GroupUpdate,
         now: i64,
     ) -> BoxFuture<StoreResult<GroupOutcome>>;
     /// Deletes the group and every standing when `actor` is a superadmin.
-    fn group_delete(&self, group_id: &str, actor: &str) -> BoxFuture<StoreResult<GroupOutcome>>;
+    fn group_delete(&self, group_id: u64, actor: &str) -> BoxFuture<StoreResult<GroupOutcome>>;
     /// `user`'s standing in the group (`None`: no row).
-    fn group_standing(
-        &self,
-        group_id: &str,
-        user: &str,
-    ) -> BoxFuture<StoreResult<Option<Standing>>>;
+    fn group_standing(&self, group_id: u64, user: &str)
+    -> BoxFuture<StoreResult<Option<Standing>>>;
     /// Rows of the group ordered by user id after `after`, at most
     /// `limit`; pending admissions only when `pending` is true.
     fn group_members(
         &self,
-        group_id: &str,
+        group_id: u64,
         pending: bool,
         after: Option<String>,
         limit: u32,
@@ -210,7 +209,7 @@ pub trait GroupStore: Send + Sync {
     /// becomes superadmin and `from` admin, in one transaction.
     fn group_transfer(
         &self,
-        group_id: &str,
+        group_id: u64,
         from: &str,
         to: &str,
         now: i64,

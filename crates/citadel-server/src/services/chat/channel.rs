@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::ChatError;
 use crate::place::{Place, RoomId};
 use crate::realm::Realm;
+use crate::services::groups::rpc::positive_id;
 use crate::services::tokens::sha256_hex;
 use crate::store::{ChannelRecord, FriendState, Standing, Store, StoreError};
 
@@ -28,7 +29,7 @@ pub enum Target {
     /// Two users, the smaller id first.
     Direct(String, String),
     /// A group id.
-    Group(String),
+    Group(u64),
 }
 
 impl Target {
@@ -46,7 +47,7 @@ impl Target {
         let (kind, a, b) = match self {
             Target::Room(room) => ("room", format!("{room_key}:{}", room.get()), String::new()),
             Target::Direct(a, b) => ("direct", a.clone(), b.clone()),
-            Target::Group(g) => ("group", g.clone(), String::new()),
+            Target::Group(g) => ("group", g.to_string(), String::new()),
         };
         let digest = sha256_hex(&format!("{kind}\u{0}{a}\u{0}{b}"));
         ChannelRecord {
@@ -65,7 +66,7 @@ impl Target {
                 record.target_a.clone(),
                 record.target_b.clone(),
             )),
-            "group" => Some(Target::Group(record.target_a.clone())),
+            "group" => record.target_a.parse().ok().map(Target::Group),
             _ => None,
         }
     }
@@ -92,7 +93,9 @@ fn string_field<'a>(
 
 /// Parses a join `target` for `user` standing in `place`. Unknown kinds,
 /// a room target outside a room and a direct target naming oneself are
-/// all `CHAT_UNAVAILABLE`.
+/// all `CHAT_UNAVAILABLE`; a group target's `group_id` must be a positive
+/// JSON integer (else `missing integer field: group_id`), and an unknown
+/// one is refused later, by [`Authority::allows`].
 pub fn parse_target(value: &Value, user: &str, place: Option<Place>) -> Result<Target, ChatError> {
     let Some(object) = value.as_object() else {
         return Err(ChatError::InvalidJson);
@@ -120,14 +123,9 @@ pub fn parse_target(value: &Value, user: &str, place: Option<Place>) -> Result<T
             }
             Ok(Target::direct(user, other))
         }
-        _ => match object.get("group_id") {
-            Some(Value::String(id)) if !id.is_empty() => Ok(Target::Group(id.clone())),
-            Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n > 0) => {
-                Ok(Target::Group(n.to_string()))
-            }
-            Some(Value::Number(_)) => Err(ChatError::Unavailable),
-            _ => Err(ChatError::MissingString("group_id")),
-        },
+        _ => positive_id(object.get("group_id"))
+            .map(Target::Group)
+            .ok_or(ChatError::MissingInteger("group_id")),
     }
 }
 
@@ -168,14 +166,14 @@ impl Authority {
                 Ok(mine == Some(FriendState::Friend) && theirs == Some(FriendState::Friend))
             }
             Target::Group(group) => Ok(self
-                .role(group, user)
+                .role(*group, user)
                 .await?
                 .is_some_and(Standing::is_member)),
         }
     }
 
     /// `user`'s standing in `group`.
-    pub async fn role(&self, group: &str, user: &str) -> Result<Option<Standing>, StoreError> {
+    pub async fn role(&self, group: u64, user: &str) -> Result<Option<Standing>, StoreError> {
         self.store.group_standing(group, user).await
     }
 }

@@ -656,10 +656,10 @@ impl ChatService {
         let old = self.existing(channel_id, message_id).await?;
         let role = match caller.participant {
             None => "script",
-            Some(_) => match self.authority.role(group, &caller.user).await? {
+            Some(_) => match self.authority.role(*group, &caller.user).await? {
                 Some(Standing::Superadmin) => "superadmin",
                 Some(Standing::Admin) => {
-                    let author = self.authority.role(group, &old.sender).await?;
+                    let author = self.authority.role(*group, &old.sender).await?;
                     if author.is_some_and(|s| s >= Standing::Admin) {
                         return Err(ChatError::Forbidden);
                     }

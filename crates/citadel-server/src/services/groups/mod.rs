@@ -135,14 +135,18 @@ fn storage(err: StoreError) -> RpcError {
     RpcError::Internal(err.to_string())
 }
 
-fn new_id() -> Result<String, RpcError> {
-    use base64::Engine as _;
-    let mut bytes = [0u8; 16];
+/// Largest group id: ids stay exact in a JavaScript number.
+pub const MAX_GROUP_ID: u64 = (1 << 53) - 1;
+
+/// Draws for a new group id before `groups.create` gives up (each draw
+/// collides with probability groups / 2^53).
+const ID_DRAWS: usize = 4;
+
+/// A random id in `1..=MAX_GROUP_ID`.
+fn new_id() -> Result<u64, RpcError> {
+    let mut bytes = [0u8; 8];
     getrandom::fill(&mut bytes).map_err(|e| RpcError::Internal(format!("no randomness: {e}")))?;
-    Ok(format!(
-        "grp-{}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-    ))
+    Ok(u64::from_le_bytes(bytes) % MAX_GROUP_ID + 1)
 }
 
 /// The JSON of a group.
@@ -161,7 +165,7 @@ pub fn group_json(g: &GroupRecord) -> Value {
     })
 }
 
-fn standing_json(group_id: &str, user_id: &str, standing: Option<Standing>) -> Value {
+fn standing_json(group_id: u64, user_id: &str, standing: Option<Standing>) -> Value {
     json!({
         "group_id": group_id,
         "user_id": user_id,
@@ -180,7 +184,7 @@ impl GroupService {
     }
 
     /// Whether `user` holds a role (not a pending admission) in the group.
-    pub async fn is_member(&self, group_id: &str, user: &str) -> Result<bool, StoreError> {
+    pub async fn is_member(&self, group_id: u64, user: &str) -> Result<bool, StoreError> {
         Ok(self
             .store
             .group_standing(group_id, user)
@@ -206,6 +210,7 @@ impl GroupService {
             }
             GroupOutcome::LastSuperadmin => message::LAST_SUPERADMIN,
             GroupOutcome::NameTaken => message::NAME_TAKEN,
+            GroupOutcome::IdTaken => return RpcError::Internal("group id taken".into()),
             GroupOutcome::BelowCount => message::BELOW_COUNT,
         };
         RpcError::Client(text)
@@ -218,14 +223,14 @@ impl GroupService {
         }
     }
 
-    async fn standing(&self, group_id: &str, user: &str) -> Result<Option<Standing>, RpcError> {
+    async fn standing(&self, group_id: u64, user: &str) -> Result<Option<Standing>, RpcError> {
         self.store
             .group_standing(group_id, user)
             .await
             .map_err(storage)
     }
 
-    async fn group(&self, group_id: &str) -> Result<GroupRecord, RpcError> {
+    async fn group(&self, group_id: u64) -> Result<GroupRecord, RpcError> {
         self.store
             .group_get(group_id)
             .await
@@ -243,7 +248,7 @@ impl GroupService {
     /// One compare-and-set from `expected` to `next`; returns the change.
     async fn change(
         &self,
-        group_id: &str,
+        group_id: u64,
         user_id: &str,
         expected: Option<Standing>,
         next: Option<Standing>,
@@ -252,7 +257,7 @@ impl GroupService {
         let outcome = self
             .store
             .group_change(StandingChange {
-                group_id: group_id.to_owned(),
+                group_id,
                 user_id: user_id.to_owned(),
                 expected,
                 next,
@@ -327,7 +332,7 @@ impl GroupService {
         fields.string("name")?;
         let edits = self.edits(&fields)?;
         let now = now_ms();
-        let record = GroupRecord {
+        let mut record = GroupRecord {
             group_id: new_id()?,
             name: edits.name.unwrap_or_default(),
             description: edits.description.unwrap_or_default(),
@@ -339,14 +344,20 @@ impl GroupService {
             updated_at: now,
             member_count: 1,
         };
-        let outcome = self
-            .store
-            .group_create(record.clone(), self.config.max_groups_per_user)
-            .await
-            .map_err(storage)?;
-        self.applied(outcome)?;
-        self.metrics.service_event(ServiceEvent::GroupsCreated);
-        Ok(group_json(&record))
+        for _ in 0..ID_DRAWS {
+            let outcome = self
+                .store
+                .group_create(record.clone(), self.config.max_groups_per_user)
+                .await
+                .map_err(storage)?;
+            if outcome != GroupOutcome::IdTaken {
+                self.applied(outcome)?;
+                self.metrics.service_event(ServiceEvent::GroupsCreated);
+                return Ok(group_json(&record));
+            }
+            record.group_id = new_id()?;
+        }
+        Err(RpcError::Internal("no free group id".into()))
     }
 
     /// `groups.list`: by name, optionally by prefix or the caller's own.
@@ -384,16 +395,16 @@ impl GroupService {
     /// `groups.get`: the group, the caller's standing and a page of members
     /// (pending admissions too when the caller is an admin).
     pub async fn get(&self, actor: &str, fields: Fields) -> Result<Value, RpcError> {
-        let group_id = fields.string("group_id")?;
-        let group = self.group(&group_id).await?;
-        let mine = self.standing(&group_id, actor).await?;
+        let group_id = fields.group_id()?;
+        let group = self.group(group_id).await?;
+        let mine = self.standing(group_id, actor).await?;
         let limit = fields
             .opt_u32("limit")?
             .map_or(MAX_PAGE, |l| l.clamp(1, MAX_PAGE));
         let members = self
             .store
             .group_members(
-                &group_id,
+                group_id,
                 mine >= Some(Standing::Admin),
                 fields.opt_string("cursor")?,
                 limit,
@@ -425,23 +436,23 @@ impl GroupService {
 
     /// `groups.update`: admins and superadmins.
     pub async fn update(&self, actor: &str, fields: Fields) -> Result<Value, RpcError> {
-        let group_id = fields.string("group_id")?;
+        let group_id = fields.group_id()?;
         let edits = self.edits(&fields)?;
         let outcome = self
             .store
-            .group_update(&group_id, actor, edits, now_ms())
+            .group_update(group_id, actor, edits, now_ms())
             .await
             .map_err(storage)?;
         self.applied(outcome)?;
-        Ok(group_json(&self.group(&group_id).await?))
+        Ok(group_json(&self.group(group_id).await?))
     }
 
     /// `groups.delete`: superadmins only.
     pub async fn delete(&self, actor: &str, fields: Fields) -> Result<Value, RpcError> {
-        let group_id = fields.string("group_id")?;
+        let group_id = fields.group_id()?;
         let outcome = self
             .store
-            .group_delete(&group_id, actor)
+            .group_delete(group_id, actor)
             .await
             .map_err(storage)?;
         self.applied(outcome)?;
@@ -452,15 +463,15 @@ impl GroupService {
     /// `groups.add_member`: an admin makes a user a member at once (a
     /// pending request or invitation is admitted).
     pub async fn add_member(&self, actor: &str, fields: Fields) -> Result<Value, RpcError> {
-        let (group_id, user_id) = (fields.string("group_id")?, fields.string("user_id")?);
-        self.group(&group_id).await?;
+        let (group_id, user_id) = (fields.group_id()?, fields.string("user_id")?);
+        self.group(group_id).await?;
         self.require_account(&user_id).await?;
-        let current = self.standing(&group_id, &user_id).await?;
+        let current = self.standing(group_id, &user_id).await?;
         if current.is_some_and(Standing::is_member) {
             return Err(RpcError::Client(message::ALREADY_MEMBER));
         }
         self.change(
-            &group_id,
+            group_id,
             &user_id,
             current,
             Some(Standing::Member),
@@ -471,39 +482,39 @@ impl GroupService {
 
     /// `groups.leave`: drops the caller's role or pending admission.
     pub async fn leave(&self, actor: &str, fields: Fields) -> Result<Value, RpcError> {
-        let group_id = fields.string("group_id")?;
-        self.group(&group_id).await?;
-        let current = self.standing(&group_id, actor).await?;
+        let group_id = fields.group_id()?;
+        self.group(group_id).await?;
+        let current = self.standing(group_id, actor).await?;
         if current.is_none() {
             return Err(RpcError::Client(message::NOT_A_MEMBER));
         }
-        self.change(&group_id, actor, current, None, None).await
+        self.change(group_id, actor, current, None, None).await
     }
 
     /// `groups.kick`: admins remove members and pending admissions;
     /// removing an admin takes a superadmin; superadmins cannot be kicked.
     pub async fn kick(&self, actor: &str, fields: Fields) -> Result<Value, RpcError> {
-        let (group_id, user_id) = (fields.string("group_id")?, fields.string("user_id")?);
+        let (group_id, user_id) = (fields.group_id()?, fields.string("user_id")?);
         if user_id == actor {
             return Err(RpcError::Client(message::SELF_TARGET));
         }
-        self.group(&group_id).await?;
-        let current = self.standing(&group_id, &user_id).await?;
+        self.group(group_id).await?;
+        let current = self.standing(group_id, &user_id).await?;
         let needed = match current {
             None => return Err(RpcError::Client(message::NOT_A_MEMBER)),
             Some(Standing::Superadmin) => return Err(RpcError::Client(message::PERMISSION_DENIED)),
             Some(Standing::Admin) => Standing::Superadmin,
             Some(_) => Standing::Admin,
         };
-        self.change(&group_id, &user_id, current, None, Some((actor, needed)))
+        self.change(group_id, &user_id, current, None, Some((actor, needed)))
             .await
     }
 
     /// `groups.promote` (superadmins): member to admin, admin to superadmin.
     pub async fn promote(&self, actor: &str, fields: Fields) -> Result<Value, RpcError> {
-        let (group_id, user_id) = (fields.string("group_id")?, fields.string("user_id")?);
-        self.group(&group_id).await?;
-        let current = self.standing(&group_id, &user_id).await?;
+        let (group_id, user_id) = (fields.group_id()?, fields.string("user_id")?);
+        self.group(group_id).await?;
+        let current = self.standing(group_id, &user_id).await?;
         let next = match current {
             Some(Standing::Member) => Standing::Admin,
             Some(Standing::Admin) => Standing::Superadmin,
@@ -511,7 +522,7 @@ impl GroupService {
             _ => return Err(RpcError::Client(message::NOT_A_MEMBER)),
         };
         self.change(
-            &group_id,
+            group_id,
             &user_id,
             current,
             Some(next),
@@ -523,9 +534,9 @@ impl GroupService {
     /// `groups.demote` (superadmins): superadmin to admin (never the last
     /// one), admin to member.
     pub async fn demote(&self, actor: &str, fields: Fields) -> Result<Value, RpcError> {
-        let (group_id, user_id) = (fields.string("group_id")?, fields.string("user_id")?);
-        self.group(&group_id).await?;
-        let current = self.standing(&group_id, &user_id).await?;
+        let (group_id, user_id) = (fields.group_id()?, fields.string("user_id")?);
+        self.group(group_id).await?;
+        let current = self.standing(group_id, &user_id).await?;
         let next = match current {
             Some(Standing::Superadmin) => Standing::Admin,
             Some(Standing::Admin) => Standing::Member,
@@ -533,7 +544,7 @@ impl GroupService {
             _ => return Err(RpcError::Client(message::NOT_A_MEMBER)),
         };
         self.change(
-            &group_id,
+            group_id,
             &user_id,
             current,
             Some(next),
@@ -583,33 +594,33 @@ impl GroupService {
     /// request; a pending invitation is accepted. Repeating a request is
     /// harmless.
     async fn join(&self, actor: &str, fields: Fields) -> Result<Value, RpcError> {
-        let group_id = fields.string("group_id")?;
-        let group = self.group(&group_id).await?;
-        let current = self.standing(&group_id, actor).await?;
+        let group_id = fields.group_id()?;
+        let group = self.group(group_id).await?;
+        let current = self.standing(group_id, actor).await?;
         let next = match current {
             Some(s) if s.is_member() => return Err(RpcError::Client(message::ALREADY_MEMBER)),
-            Some(Standing::JoinRequest) => return Ok(standing_json(&group_id, actor, current)),
+            Some(Standing::JoinRequest) => return Ok(standing_json(group_id, actor, current)),
             Some(_) => Standing::Member,
             None if group.open => Standing::Member,
             None => Standing::JoinRequest,
         };
-        self.change(&group_id, actor, current, Some(next), None)
+        self.change(group_id, actor, current, Some(next), None)
             .await
     }
 
     /// `invite`: an admin invites a user; a pending request is admitted.
     async fn invite(&self, actor: &str, fields: Fields) -> Result<Value, RpcError> {
-        let (group_id, user_id) = (fields.string("group_id")?, fields.string("user_id")?);
-        self.group(&group_id).await?;
+        let (group_id, user_id) = (fields.group_id()?, fields.string("user_id")?);
+        self.group(group_id).await?;
         self.require_account(&user_id).await?;
-        let current = self.standing(&group_id, &user_id).await?;
+        let current = self.standing(group_id, &user_id).await?;
         let next = match current {
             Some(s) if s.is_member() => return Err(RpcError::Client(message::ALREADY_MEMBER)),
             Some(Standing::JoinRequest) => Standing::Member,
             _ => Standing::Invited,
         };
         self.change(
-            &group_id,
+            group_id,
             &user_id,
             current,
             Some(next),
@@ -620,13 +631,13 @@ impl GroupService {
 
     /// `approve_request`: an admin admits a join request.
     async fn approve(&self, actor: &str, fields: Fields) -> Result<Value, RpcError> {
-        let (group_id, user_id) = (fields.string("group_id")?, fields.string("user_id")?);
-        self.group(&group_id).await?;
-        if self.standing(&group_id, &user_id).await? != Some(Standing::JoinRequest) {
+        let (group_id, user_id) = (fields.group_id()?, fields.string("user_id")?);
+        self.group(group_id).await?;
+        if self.standing(group_id, &user_id).await? != Some(Standing::JoinRequest) {
             return Err(RpcError::Client(message::NO_REQUEST));
         }
         self.change(
-            &group_id,
+            group_id,
             &user_id,
             Some(Standing::JoinRequest),
             Some(Standing::Member),
@@ -637,13 +648,13 @@ impl GroupService {
 
     /// `accept_invitation`: the invited actor becomes a member.
     async fn accept(&self, actor: &str, fields: Fields) -> Result<Value, RpcError> {
-        let group_id = fields.string("group_id")?;
-        self.group(&group_id).await?;
-        if self.standing(&group_id, actor).await? != Some(Standing::Invited) {
+        let group_id = fields.group_id()?;
+        self.group(group_id).await?;
+        if self.standing(group_id, actor).await? != Some(Standing::Invited) {
             return Err(RpcError::Client(message::NO_INVITATION));
         }
         self.change(
-            &group_id,
+            group_id,
             actor,
             Some(Standing::Invited),
             Some(Standing::Member),
@@ -655,30 +666,30 @@ impl GroupService {
     /// `cancel_admission`: withdraws a request or invitation; the actor's
     /// own by default, anyone's for an admin (`user_id`).
     async fn cancel(&self, actor: &str, fields: Fields) -> Result<Value, RpcError> {
-        let group_id = fields.string("group_id")?;
+        let group_id = fields.group_id()?;
         let user_id = fields
             .opt_string("user_id")?
             .unwrap_or_else(|| actor.to_owned());
-        self.group(&group_id).await?;
-        let current = self.standing(&group_id, &user_id).await?;
+        self.group(group_id).await?;
+        let current = self.standing(group_id, &user_id).await?;
         if !matches!(current, Some(Standing::JoinRequest | Standing::Invited)) {
             return Err(RpcError::Client(message::NO_ADMISSION));
         }
         let authority = (user_id != actor).then_some((actor, Standing::Admin));
-        self.change(&group_id, &user_id, current, None, authority)
+        self.change(group_id, &user_id, current, None, authority)
             .await
     }
 
     /// `transfer_ownership`: a superadmin hands the group to a member and
     /// becomes an admin.
     async fn transfer(&self, actor: &str, fields: Fields) -> Result<Value, RpcError> {
-        let (group_id, user_id) = (fields.string("group_id")?, fields.string("user_id")?);
+        let (group_id, user_id) = (fields.group_id()?, fields.string("user_id")?);
         if user_id == actor {
             return Err(RpcError::Client(message::SELF_TARGET));
         }
         let outcome = self
             .store
-            .group_transfer(&group_id, actor, &user_id, now_ms())
+            .group_transfer(group_id, actor, &user_id, now_ms())
             .await
             .map_err(storage)?;
         match outcome {

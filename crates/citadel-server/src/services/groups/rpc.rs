@@ -2,9 +2,11 @@
 //! trusted operations.
 //!
 //! A payload is a JSON object (empty means `{}`) whose keys must be among
-//! the method's; anything else is `invalid JSON body`. A required id that
-//! is absent, empty or not a string is `missing string field: <name>`. The
-//! caller is the connection's account; no field names the actor.
+//! the method's; anything else is `invalid JSON body`. A required user id
+//! that is absent, empty or not a string is `missing string field: <name>`;
+//! a `group_id` that is absent or not a positive integer is `missing
+//! integer field: group_id`. The caller is the connection's account; no
+//! field names the actor.
 
 use std::sync::Arc;
 
@@ -48,6 +50,12 @@ impl Fields {
         }
     }
 
+    /// The required `group_id`: a positive JSON integer (u64).
+    pub fn group_id(&self) -> Result<u64, RpcError> {
+        positive_id(self.0.get("group_id"))
+            .ok_or_else(|| RpcError::Invalid("missing integer field: group_id".into()))
+    }
+
     /// An optional string (`null` is absent).
     pub fn opt_string(&self, name: &str) -> Result<Option<String>, RpcError> {
         match self.0.get(name) {
@@ -77,6 +85,12 @@ impl Fields {
                 .ok_or_else(|| RpcError::Invalid(format!("{name} must be a non-negative integer"))),
         }
     }
+}
+
+/// A group id on the wire: a positive JSON integer that fits a u64 (a
+/// string, a fraction, zero or a negative number is not one).
+pub fn positive_id(value: Option<&Value>) -> Option<u64> {
+    value.and_then(Value::as_u64).filter(|&id| id > 0)
 }
 
 #[derive(Clone, Copy)]
@@ -207,6 +221,23 @@ mod tests {
             "missing string field: n"
         );
         assert_eq!(f.opt_u32("n").unwrap(), Some(5));
+        let ids = Fields::parse(br#"{"group_id":9007199254740991}"#, &["group_id"]).unwrap();
+        assert_eq!(ids.group_id().unwrap(), (1 << 53) - 1);
+        for bad in [
+            &br#"{"group_id":"7"}"#[..],
+            br#"{"group_id":0}"#,
+            br#"{"group_id":-3}"#,
+            br#"{"group_id":1.5}"#,
+            br#"{"group_id":null}"#,
+            b"{}",
+        ] {
+            let f = Fields::parse(bad, &["group_id"]).unwrap();
+            assert_eq!(
+                f.group_id().unwrap_err().client_message(),
+                "missing integer field: group_id",
+                "{bad:?}"
+            );
+        }
         assert!(f.opt_u32("neg").is_err());
         assert!(f.opt_u32("big").is_err());
         assert_eq!(f.opt_bool("b").unwrap(), Some(true));

@@ -45,9 +45,15 @@ type GroupRow = (
     i64,
 );
 
-fn group(row: GroupRow) -> GroupRecord {
-    GroupRecord {
-        group_id: row.0,
+/// The record of a row; `None` for an id that is not canonical decimal
+/// text (no such row is ever written; see docs/social.md).
+fn group(row: GroupRow) -> Option<GroupRecord> {
+    Some(GroupRecord {
+        group_id: row
+            .0
+            .parse::<u64>()
+            .ok()
+            .filter(|id| id.to_string() == row.0)?,
         name: row.1,
         description: row.2,
         open: row.3,
@@ -57,7 +63,7 @@ fn group(row: GroupRow) -> GroupRecord {
         created_at: row.7,
         updated_at: row.8,
         member_count: u32::try_from(row.9).unwrap_or(u32::MAX),
-    }
+    })
 }
 
 fn standing(row: Option<(String,)>) -> Option<Standing> {
@@ -80,6 +86,7 @@ impl GroupStore for SqlStore {
         max_groups_per_user: u32,
     ) -> BoxFuture<StoreResult<GroupOutcome>> {
         let pool = self.pool.clone();
+        let gid = g.group_id.to_string();
         Box::pin(async move {
             with_pool!(&pool, p => {
                 let mut tx = p.begin().await?;
@@ -90,11 +97,18 @@ impl GroupStore for SqlStore {
                 if held >= i64::from(max_groups_per_user) {
                     return Ok(GroupOutcome::UserLimit);
                 }
+                let (taken,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM groups WHERE group_id = $1")
+                    .bind(&gid)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                if taken > 0 {
+                    return Ok(GroupOutcome::IdTaken);
+                }
                 let inserted = sqlx::query(
                     "INSERT INTO groups (group_id, name, description, open, max_members, metadata, \
                      creator_id, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
                 )
-                .bind(&g.group_id)
+                .bind(&gid)
                 .bind(&g.name)
                 .bind(&g.description)
                 .bind(g.open)
@@ -108,7 +122,7 @@ impl GroupStore for SqlStore {
                     return Ok(outcome);
                 }
                 sqlx::query(UPSERT)
-                    .bind(&g.group_id)
+                    .bind(&gid)
                     .bind(&g.creator_id)
                     .bind(Standing::Superadmin.as_str())
                     .bind(g.created_at)
@@ -120,9 +134,9 @@ impl GroupStore for SqlStore {
         })
     }
 
-    fn group_get(&self, group_id: &str) -> BoxFuture<StoreResult<Option<GroupRecord>>> {
+    fn group_get(&self, group_id: u64) -> BoxFuture<StoreResult<Option<GroupRecord>>> {
         let pool = self.pool.clone();
-        let group_id = group_id.to_owned();
+        let group_id = group_id.to_string();
         Box::pin(async move {
             let sql = concat!(
                 "SELECT ",
@@ -133,7 +147,7 @@ impl GroupStore for SqlStore {
                 .bind(&group_id)
                 .fetch_optional(p)
                 .await)?;
-            Ok(row.map(group))
+            Ok(row.and_then(group))
         })
     }
 
@@ -177,12 +191,12 @@ impl GroupStore for SqlStore {
                 .await)?;
             Ok(rows
                 .into_iter()
-                .map(|r| {
+                .filter_map(|r| {
                     let state = r.10.as_deref().and_then(Standing::parse);
-                    (
-                        group((r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9)),
+                    Some((
+                        group((r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9))?,
                         state,
-                    )
+                    ))
                 })
                 .collect())
         })
@@ -190,13 +204,13 @@ impl GroupStore for SqlStore {
 
     fn group_update(
         &self,
-        group_id: &str,
+        group_id: u64,
         actor: &str,
         update: GroupUpdate,
         now: i64,
     ) -> BoxFuture<StoreResult<GroupOutcome>> {
         let pool = self.pool.clone();
-        let (group_id, actor) = (group_id.to_owned(), actor.to_owned());
+        let (group_id, actor) = (group_id.to_string(), actor.to_owned());
         Box::pin(async move {
             with_pool!(&pool, p => {
                 let mut tx = p.begin().await?;
@@ -236,9 +250,9 @@ impl GroupStore for SqlStore {
         })
     }
 
-    fn group_delete(&self, group_id: &str, actor: &str) -> BoxFuture<StoreResult<GroupOutcome>> {
+    fn group_delete(&self, group_id: u64, actor: &str) -> BoxFuture<StoreResult<GroupOutcome>> {
         let pool = self.pool.clone();
-        let (group_id, actor) = (group_id.to_owned(), actor.to_owned());
+        let (group_id, actor) = (group_id.to_string(), actor.to_owned());
         Box::pin(async move {
             with_pool!(&pool, p => {
                 let mut tx = p.begin().await?;
@@ -259,11 +273,11 @@ impl GroupStore for SqlStore {
 
     fn group_standing(
         &self,
-        group_id: &str,
+        group_id: u64,
         user: &str,
     ) -> BoxFuture<StoreResult<Option<Standing>>> {
         let pool = self.pool.clone();
-        let (group_id, user) = (group_id.to_owned(), user.to_owned());
+        let (group_id, user) = (group_id.to_string(), user.to_owned());
         Box::pin(async move {
             let row: Option<(String,)> = with_read_pool!(&pool, p => sqlx::query_as(STANDING)
                 .bind(&group_id)
@@ -276,13 +290,13 @@ impl GroupStore for SqlStore {
 
     fn group_members(
         &self,
-        group_id: &str,
+        group_id: u64,
         pending: bool,
         after: Option<String>,
         limit: u32,
     ) -> BoxFuture<StoreResult<Vec<MemberRecord>>> {
         let pool = self.pool.clone();
-        let group_id = group_id.to_owned();
+        let group_id = group_id.to_string();
         Box::pin(async move {
             let sql = "SELECT m.user_id, a.username, a.display_name, m.state, m.updated_at \
                        FROM group_members m JOIN accounts a ON a.user_id = m.user_id \
@@ -314,24 +328,25 @@ impl GroupStore for SqlStore {
 
     fn group_change(&self, c: StandingChange) -> BoxFuture<StoreResult<GroupOutcome>> {
         let pool = self.pool.clone();
+        let gid = c.group_id.to_string();
         Box::pin(async move {
             with_pool!(&pool, p => {
                 let mut tx = p.begin().await?;
-                if sqlx::query(TOUCH).bind(&c.group_id).execute(&mut *tx).await?.rows_affected() == 0 {
+                if sqlx::query(TOUCH).bind(&gid).execute(&mut *tx).await?.rows_affected() == 0 {
                     return Ok(GroupOutcome::NoGroup);
                 }
                 if let Some((actor, least)) = &c.authority {
-                    let held = standing(sqlx::query_as(STANDING).bind(&c.group_id).bind(actor).fetch_optional(&mut *tx).await?);
+                    let held = standing(sqlx::query_as(STANDING).bind(&gid).bind(actor).fetch_optional(&mut *tx).await?);
                     if held < Some(*least) {
                         return Ok(GroupOutcome::Unauthorized);
                     }
                 }
-                let current = standing(sqlx::query_as(STANDING).bind(&c.group_id).bind(&c.user_id).fetch_optional(&mut *tx).await?);
+                let current = standing(sqlx::query_as(STANDING).bind(&gid).bind(&c.user_id).fetch_optional(&mut *tx).await?);
                 if current != c.expected {
                     return Ok(GroupOutcome::Stale);
                 }
                 if current == Some(Standing::Superadmin) && c.next != Some(Standing::Superadmin) {
-                    let (supers,): (i64,) = sqlx::query_as(COUNT_SUPERADMINS).bind(&c.group_id).fetch_one(&mut *tx).await?;
+                    let (supers,): (i64,) = sqlx::query_as(COUNT_SUPERADMINS).bind(&gid).fetch_one(&mut *tx).await?;
                     if supers <= 1 {
                         return Ok(GroupOutcome::LastSuperadmin);
                     }
@@ -340,10 +355,10 @@ impl GroupStore for SqlStore {
                     && !current.is_some_and(Standing::is_member);
                 if joins {
                     let (max,): (i64,) = sqlx::query_as("SELECT max_members FROM groups WHERE group_id = $1")
-                        .bind(&c.group_id)
+                        .bind(&gid)
                         .fetch_one(&mut *tx)
                         .await?;
-                    let (count,): (i64,) = sqlx::query_as(COUNT_MEMBERS).bind(&c.group_id).fetch_one(&mut *tx).await?;
+                    let (count,): (i64,) = sqlx::query_as(COUNT_MEMBERS).bind(&gid).fetch_one(&mut *tx).await?;
                     if count >= max {
                         return Ok(GroupOutcome::Full);
                     }
@@ -357,7 +372,7 @@ impl GroupStore for SqlStore {
                 match c.next {
                     Some(next) => {
                         sqlx::query(UPSERT)
-                            .bind(&c.group_id)
+                            .bind(&gid)
                             .bind(&c.user_id)
                             .bind(next.as_str())
                             .bind(c.now)
@@ -366,7 +381,7 @@ impl GroupStore for SqlStore {
                     }
                     None => {
                         sqlx::query("DELETE FROM group_members WHERE group_id = $1 AND user_id = $2")
-                            .bind(&c.group_id)
+                            .bind(&gid)
                             .bind(&c.user_id)
                             .execute(&mut *tx)
                             .await?;
@@ -380,13 +395,13 @@ impl GroupStore for SqlStore {
 
     fn group_transfer(
         &self,
-        group_id: &str,
+        group_id: u64,
         from: &str,
         to: &str,
         now: i64,
     ) -> BoxFuture<StoreResult<GroupOutcome>> {
         let pool = self.pool.clone();
-        let (group_id, from, to) = (group_id.to_owned(), from.to_owned(), to.to_owned());
+        let (group_id, from, to) = (group_id.to_string(), from.to_owned(), to.to_owned());
         Box::pin(async move {
             with_pool!(&pool, p => {
                 let mut tx = p.begin().await?;
