@@ -22,7 +22,7 @@ use citadel_wire::schema::SCHEMA_HASH_BYTES;
 use citadel_wire::varint::read_varint;
 
 use crate::class::Authority as FieldAuthority;
-use crate::server::{Authority, Cause, ConnId, SendCtx, send_pair};
+use crate::server::{Authority, Cause, ConnId, SendParts, send_pair};
 use crate::value::Value;
 
 /// Why a proposal was dropped (one counter each).
@@ -398,28 +398,18 @@ impl Authority {
 
     /// Sends one pair now (correction or rebroadcast); returns its length.
     fn send_now(&mut self, object_id: u32, conn_id: ConnId, now_ms: u64, cause: Cause) -> usize {
-        let Authority {
-            config,
+        let SendParts {
             classes,
             objects,
             conns,
-            tokens,
-            out,
-            counters,
-            ..
-        } = self;
+            mut ctx,
+        } = self.send_parts();
         let (Some(obj), Some(conn)) = (objects.get_mut(&object_id), conns.get_mut(&conn_id)) else {
             return 0;
         };
         let (Some(class), Some(pair)) = (classes.get(&obj.class), conn.pairs.get_mut(&object_id))
         else {
             return 0;
-        };
-        let mut ctx = SendCtx {
-            config,
-            tokens,
-            counters,
-            out,
         };
         send_pair(
             &mut ctx, class, obj, object_id, conn_id, pair, now_ms, cause,

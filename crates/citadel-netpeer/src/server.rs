@@ -261,7 +261,30 @@ pub(crate) struct SendCtx<'a> {
     pub out: &'a mut VecDeque<Outgoing>,
 }
 
+/// The parts of an [`Authority`] that sending a pair borrows at once.
+pub(crate) struct SendParts<'a> {
+    pub classes: &'a BTreeMap<u32, Class>,
+    pub objects: &'a mut IdMap<Object>,
+    pub conns: &'a mut BTreeMap<ConnId, Conn>,
+    pub ctx: SendCtx<'a>,
+}
+
 impl Authority {
+    /// Splits the borrows that sending a pair needs.
+    pub(crate) fn send_parts(&mut self) -> SendParts<'_> {
+        SendParts {
+            classes: &self.classes,
+            objects: &mut self.objects,
+            conns: &mut self.conns,
+            ctx: SendCtx {
+                config: &self.config,
+                tokens: &mut self.tokens,
+                counters: &mut self.counters,
+                out: &mut self.out,
+            },
+        }
+    }
+
     /// An authority; `config` must validate.
     pub fn new(config: AuthorityConfig) -> Result<Self, &'static str> {
         config.validate()?;
@@ -752,25 +775,16 @@ impl Authority {
     }
 
     fn send_conn(&mut self, conn_id: ConnId, now_ms: u64) {
-        let Authority {
-            config,
+        let SendParts {
             classes,
             objects,
             conns,
-            tokens,
-            out,
-            counters,
-            ..
-        } = self;
+            mut ctx,
+        } = self.send_parts();
         let Some(conn) = conns.get_mut(&conn_id) else {
             return;
         };
-        let mut ctx = SendCtx {
-            config,
-            tokens,
-            counters,
-            out,
-        };
+        let config = ctx.config;
         for (&id, pair) in conn.pairs.iter_mut() {
             let Some(obj) = objects.get_mut(&id) else {
                 continue;
@@ -786,31 +800,17 @@ impl Authority {
                 .acked
                 .as_ref()
                 .is_some_and(|(_, s)| s.rev == obj.cur.rev);
-            if timed_out && in_sync {
+            let cause = if timed_out && in_sync {
                 pair.pending.clear();
+                continue;
             } else if timed_out {
-                send_pair(
-                    &mut ctx,
-                    class,
-                    obj,
-                    id,
-                    conn_id,
-                    pair,
-                    now_ms,
-                    Cause::Timeout,
-                );
+                Cause::Timeout
             } else if obj.cur.rev > pair.last_sent_rev {
-                send_pair(
-                    &mut ctx,
-                    class,
-                    obj,
-                    id,
-                    conn_id,
-                    pair,
-                    now_ms,
-                    Cause::Normal,
-                );
-            }
+                Cause::Normal
+            } else {
+                continue;
+            };
+            send_pair(&mut ctx, class, obj, id, conn_id, pair, now_ms, cause);
         }
     }
 

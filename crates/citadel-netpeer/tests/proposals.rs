@@ -59,6 +59,18 @@ impl World {
         r
     }
 
+    /// [`Self::rejects`] of a full bunch (result id 1) of `values`.
+    fn rejects_full(
+        &mut self,
+        conn: u64,
+        object_id: u32,
+        values: Vec<(u16, FieldValue)>,
+        why: Rejection,
+    ) {
+        let body = bunch(object_id, 1, BunchBase::Full, values, &self.s);
+        self.rejects(conn, &body, why);
+    }
+
     /// Asserts `body` from `conn` is dropped for `why` with nothing changed
     /// and nothing sent.
     fn rejects(&mut self, conn: u64, body: &[u8], why: Rejection) {
@@ -111,17 +123,9 @@ fn size_rate_and_addressing_rules() -> TestResult {
     w.rejects(99, &good, Rejection::UnknownConnection);
     w.rejects(OWNER, &vec![0u8; 65_537], Rejection::Oversize);
     w.rejects(OWNER, &[0, 0, 1], Rejection::Malformed);
-    w.rejects(
-        OWNER,
-        &bunch(999, 1, BunchBase::Full, vec![pos(1.0)], &w.s),
-        Rejection::UnknownObject,
-    );
+    w.rejects_full(OWNER, 999, vec![pos(1.0)], Rejection::UnknownObject);
     let elsewhere = w.s.spawn(SHIP, 1, Some(OWNER), false)?;
-    w.rejects(
-        OWNER,
-        &bunch(elsewhere, 1, BunchBase::Full, vec![pos(1.0)], &w.s),
-        Rejection::CrossMatch,
-    );
+    w.rejects_full(OWNER, elsewhere, vec![pos(1.0)], Rejection::CrossMatch);
     // A full bunch naming another identity.
     let mut wrong = good.clone();
     wrong[6] ^= 0x10;
@@ -161,52 +165,34 @@ fn ownership_and_authority_rules() -> TestResult {
         ..AuthorityConfig::default()
     });
     let obj = w.obj;
-    w.rejects(
-        PEER,
-        &bunch(obj, 1, BunchBase::Full, vec![pos(1.0)], &w.s),
-        Rejection::NotOwner,
-    );
-    w.rejects(
+    w.rejects_full(PEER, obj, vec![pos(1.0)], Rejection::NotOwner);
+    w.rejects_full(
         OWNER,
-        &bunch(
-            obj,
-            1,
-            BunchBase::Full,
-            vec![(HEALTH, FieldValue::Int(1))],
-            &w.s,
-        ),
+        obj,
+        vec![(HEALTH, FieldValue::Int(1))],
         Rejection::NotClientOwned,
     );
-    w.rejects(
+    w.rejects_full(
         OWNER,
-        &bunch(
-            obj,
-            1,
-            BunchBase::Full,
-            vec![(CARGO, FieldValue::Collection(Default::default()))],
-            &w.s,
-        ),
+        obj,
+        vec![(CARGO, FieldValue::Collection(Default::default()))],
         Rejection::NotClientOwned,
     );
-    w.rejects(
+    w.rejects_full(
         OWNER,
-        &bunch(
-            obj,
-            1,
-            BunchBase::Full,
-            vec![
-                pos(1.0),
-                (ROT, FieldValue::Quat([0.0, 0.0, 0.0, 1.0])),
-                (AMMO, FieldValue::Int(3)),
-            ],
-            &w.s,
-        ),
+        obj,
+        vec![
+            pos(1.0),
+            (ROT, FieldValue::Quat([0.0, 0.0, 0.0, 1.0])),
+            (AMMO, FieldValue::Int(3)),
+        ],
         Rejection::TooManyFields,
     );
     let persistent = w.s.spawn(SHIP, 0, Some(GUEST), true)?;
-    w.rejects(
+    w.rejects_full(
         GUEST,
-        &bunch(persistent, 1, BunchBase::Full, vec![pos(1.0)], &w.s),
+        persistent,
+        vec![pos(1.0)],
         Rejection::GuestPersistent,
     );
     let guest_own = w.s.spawn(SHIP, 0, Some(GUEST), false)?;
