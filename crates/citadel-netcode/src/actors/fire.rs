@@ -44,6 +44,18 @@ pub struct RewindQuery {
 }
 
 impl<P: PlaceKey> ActorServer<P> {
+    /// Advances to `now`, then the world of live object `object_id` (an
+    /// unknown one is refused).
+    pub(super) fn advance_to_object(
+        &mut self,
+        object_id: u32,
+        now: Tick,
+    ) -> Result<WorldKey<P>, Refusal> {
+        self.advance(now);
+        self.locate(object_id)
+            .ok_or(Refusal::Owner(OwnerRefusal::UnknownObject))
+    }
+
     /// The world holding live object `object_id`, if any.
     pub(super) fn locate(&self, object_id: u32) -> Option<WorldKey<P>> {
         if let Some(owned) = self.inputs.get(&object_id) {
@@ -66,10 +78,7 @@ impl<P: PlaceKey> ActorServer<P> {
         eligible: bool,
         now: Tick,
     ) -> Result<(), Refusal> {
-        self.advance(now);
-        let world = self
-            .locate(object_id)
-            .ok_or(Refusal::Owner(OwnerRefusal::UnknownObject))?;
+        let world = self.advance_to_object(object_id, now)?;
         if !eligible {
             self.tracked.remove(&object_id);
             return Ok(());

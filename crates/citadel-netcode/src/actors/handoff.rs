@@ -32,10 +32,7 @@ impl<P: PlaceKey> ActorServer<P> {
         owner: u64,
         now: Tick,
     ) -> Result<(), Refusal> {
-        self.advance(now);
-        let world = self
-            .locate(object_id)
-            .ok_or(Refusal::Owner(OwnerRefusal::UnknownObject))?;
+        let world = self.advance_to_object(object_id, now)?;
         if owner != 0 {
             let here = self.clients.get(&owner).is_some_and(|c| match world {
                 WorldKey::Global => true,
