@@ -192,11 +192,7 @@ async fn room_rules(url: &str, tag: &str) {
 
     // Edit: author only; message.update with the next event id.
     assert_eq!(
-        b.rpc(
-            "chat.edit",
-            json!({"channel_id": ch, "message_id": first, "content": "mine"})
-        )
-        .await,
+        b.edit(&ch, first, "mine").await,
         Err("CHAT_NOT_AUTHOR".into())
     );
     let edited = a
@@ -215,11 +211,7 @@ async fn room_rules(url: &str, tag: &str) {
         assert_eq!(e["message"], edited["message"]);
     }
     assert_eq!(
-        a.rpc(
-            "chat.edit",
-            json!({"channel_id": ch, "message_id": 999_999, "content": "x"})
-        )
-        .await,
+        a.edit(&ch, 999_999, "x").await,
         Err("CHAT_MESSAGE_NOT_FOUND".into())
     );
     assert_eq!(
@@ -229,14 +221,7 @@ async fn room_rules(url: &str, tag: &str) {
     );
 
     // Delete: a tombstone, message.remove, then nothing more to change.
-    assert_eq!(
-        b.rpc(
-            "chat.delete",
-            json!({"channel_id": ch, "message_id": first})
-        )
-        .await,
-        Err("CHAT_NOT_AUTHOR".into())
-    );
+    assert_eq!(b.delete(&ch, first).await, Err("CHAT_NOT_AUTHOR".into()));
     let deleted = a
         .rpc(
             "chat.delete",
@@ -258,19 +243,11 @@ async fn room_rules(url: &str, tag: &str) {
         assert_eq!(e["event_id"], deleted["event_id"]);
     }
     assert_eq!(
-        a.rpc(
-            "chat.edit",
-            json!({"channel_id": ch, "message_id": first, "content": "x"})
-        )
-        .await,
+        a.edit(&ch, first, "x").await,
         Err("CHAT_MESSAGE_DELETED".into())
     );
     assert_eq!(
-        a.rpc(
-            "chat.delete",
-            json!({"channel_id": ch, "message_id": first})
-        )
-        .await,
+        a.delete(&ch, first).await,
         Err("CHAT_MESSAGE_DELETED".into())
     );
     assert_eq!(
@@ -642,20 +619,8 @@ async fn limits_and_windows(url: &str, tag: &str) {
     };
     join(&mut here.client, "lim").await;
     join(&mut there.client, "lim").await;
-    let ch1 = here
-        .rpc("chat.join", json!({"target": ROOM()}))
-        .await
-        .unwrap()["channel_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let ch2 = there
-        .rpc("chat.join", json!({"target": ROOM()}))
-        .await
-        .unwrap()["channel_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let ch1 = here.join_room().await;
+    let ch2 = there.join_room().await;
     assert_ne!(ch1, ch2, "room channels belong to their node");
     let mut first = 0;
     for i in 0..2 {
@@ -690,19 +655,11 @@ async fn limits_and_windows(url: &str, tag: &str) {
     // Windows (1 ms here).
     tokio::time::sleep(Duration::from_millis(20)).await;
     assert_eq!(
-        here.rpc(
-            "chat.edit",
-            json!({"channel_id": ch1, "message_id": first, "content": "late"})
-        )
-        .await,
+        here.edit(&ch1, first, "late").await,
         Err("CHAT_EDIT_WINDOW_CLOSED".into())
     );
     assert_eq!(
-        here.rpc(
-            "chat.delete",
-            json!({"channel_id": ch1, "message_id": first})
-        )
-        .await,
+        here.delete(&ch1, first).await,
         Err("CHAT_DELETE_WINDOW_CLOSED".into())
     );
 
@@ -730,19 +687,7 @@ async fn limits_and_windows(url: &str, tag: &str) {
 async fn each_rule_trips(url: &str, tag: &str) {
     let node = start_on(url, |c| {
         let l = &mut c.chat.limits;
-        for rule in [
-            &mut l.join,
-            &mut l.history,
-            &mut l.send_user,
-            &mut l.send_user_channel,
-            &mut l.send_channel,
-            &mut l.typing_user,
-            &mut l.typing_user_channel,
-            &mut l.mutation_user,
-            &mut l.mutation_user_channel,
-            &mut l.moderation_operator,
-            &mut l.moderation_channel,
-        ] {
+        for rule in every_rule(l) {
             rule.limit = 1;
             rule.window_ms = 60_000;
         }
@@ -795,12 +740,7 @@ async fn each_rule_trips(url: &str, tag: &str) {
     );
     assert_eq!(o.rpc("chat.send", send).await, limited(), "send_channel");
     let one = json!({"channel_id": ch, "message_id": id});
-    m.rpc(
-        "chat.edit",
-        json!({"channel_id": ch, "message_id": id, "content": "1"}),
-    )
-    .await
-    .unwrap();
+    m.edit(&ch, id, "1").await.unwrap();
     assert_eq!(
         m.rpc("chat.delete", one.clone()).await,
         limited(),
@@ -825,13 +765,7 @@ async fn concurrent_sends(url: &str, tag: &str) {
     .await;
     let mut watcher = player(&node, &format!("cw-{tag}")).await;
     join(&mut watcher.client, "busy").await;
-    let ch = watcher
-        .rpc("chat.join", json!({"target": ROOM()}))
-        .await
-        .unwrap()["channel_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let ch = watcher.join_room().await;
     let mut senders = Vec::new();
     for s in 0..SENDERS {
         let mut p = player(&node, &format!("cs{s}-{tag}")).await;

@@ -5,11 +5,8 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-
+use citadel_server::RunningNode;
 use citadel_server::config::Config;
-use citadel_server::{NodeBuilder, RunningNode};
 use common::*;
 use serde_json::{Value, json};
 
@@ -23,38 +20,8 @@ citadel.on_rpc("gcall", function(ctx, body)
 end)
 "#;
 
-static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
-
-fn script_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "citadel-groups-{}-{}",
-        std::process::id(),
-        NEXT_DIR.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("main.lua"), SCRIPT).unwrap();
-    dir
-}
-
 async fn start_on(url: &str, tweak: impl FnOnce(&mut Config)) -> RunningNode {
-    let mut config: Config = test_config();
-    config.database.url = url.to_owned();
-    config.runtime.scripts_dir = script_dir().display().to_string();
-    tweak(&mut config);
-    NodeBuilder::new(config).start().await.expect("node starts")
-}
-
-struct Player {
-    id: String,
-    client: TestClient,
-}
-
-async fn player(node: &RunningNode, name: &str) -> Player {
-    let (id, token) = device_account(node, name).await;
-    Player {
-        id,
-        client: login(node, &token).await,
-    }
+    start_scripted(url, "groups", SCRIPT, tweak).await
 }
 
 use common::call_json as call;
@@ -66,16 +33,7 @@ impl Player {
 
     /// A trusted operation run by the script as this player.
     async fn trusted(&mut self, op: &str, payload: Value) -> Result<Value, String> {
-        let body = format!("{op}|{payload}");
-        let bytes = tokio::time::timeout(STEP, self.client.call_rpc("gcall", body.as_bytes()))
-            .await
-            .expect("reply in time")
-            .expect("script answers");
-        let text = String::from_utf8(bytes.to_vec()).unwrap();
-        match text.strip_prefix("error:") {
-            Some(err) => Err(err.to_owned()),
-            None => Ok(serde_json::from_str(&text).unwrap()),
-        }
+        script_call(&mut self.client, "gcall", op, &payload).await
     }
 
     /// A target operation (`add_member`, `kick`, ...) on `other`; the new

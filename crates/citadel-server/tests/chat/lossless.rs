@@ -70,13 +70,7 @@ async fn lossless_on(url: &str, tag: &str) {
     };
     join(&mut sender.client, "lossless").await;
     join(&mut sub.client, "lossless").await;
-    let ch = sender
-        .rpc("chat.join", json!({"target": ROOM()}))
-        .await
-        .unwrap()["channel_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let ch = sender.join_room().await;
     sub.rpc("chat.join", json!({"target": ROOM()}))
         .await
         .unwrap();

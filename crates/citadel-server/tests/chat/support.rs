@@ -2,12 +2,10 @@
 //! `citadel.chat_call` as the caller), players, event readers and the
 //! exact key-set assertions.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use citadel_client::wire::protocol::KIND_CHAT_EVENT;
+use citadel_server::RunningNode;
 use citadel_server::config::{Config, RateRule};
-use citadel_server::{NodeBuilder, RunningNode};
+use citadel_server::services::chat::ChatLimits;
 use serde_json::{Value, json};
 
 use crate::common::*;
@@ -48,28 +46,9 @@ pub fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
-static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
-
-fn script_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "citadel-chat-{}-{}",
-        std::process::id(),
-        NEXT_DIR.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("main.lua"), SCRIPT).unwrap();
-    dir
-}
-
-/// Every `[chat.limits]` rule opened wide, and a fast re-authorisation
-/// sweep (tests of everything but the limits themselves).
-pub fn roomy(config: &mut Config) {
-    let wide = RateRule {
-        limit: 1_000_000,
-        window_ms: 60_000,
-    };
-    let l = &mut config.chat.limits;
-    for rule in [
+/// Every `[chat.limits]` rule, for tests that set them all.
+pub fn every_rule(l: &mut ChatLimits) -> [&mut RateRule; 11] {
+    [
         &mut l.join,
         &mut l.history,
         &mut l.send_user,
@@ -81,31 +60,24 @@ pub fn roomy(config: &mut Config) {
         &mut l.mutation_user_channel,
         &mut l.moderation_operator,
         &mut l.moderation_channel,
-    ] {
+    ]
+}
+
+/// Every `[chat.limits]` rule opened wide, and a fast re-authorisation
+/// sweep (tests of everything but the limits themselves).
+pub fn roomy(config: &mut Config) {
+    let wide = RateRule {
+        limit: 1_000_000,
+        window_ms: 60_000,
+    };
+    for rule in every_rule(&mut config.chat.limits) {
         *rule = wide.clone();
     }
     config.chat.reauthorize_interval_ms = 100;
 }
 
 pub async fn start_on(url: &str, tweak: impl FnOnce(&mut Config)) -> RunningNode {
-    let mut config = test_config();
-    config.database.url = url.to_owned();
-    config.runtime.scripts_dir = script_dir().display().to_string();
-    tweak(&mut config);
-    NodeBuilder::new(config).start().await.expect("node starts")
-}
-
-pub struct Player {
-    pub id: String,
-    pub client: TestClient,
-}
-
-pub async fn player(node: &RunningNode, name: &str) -> Player {
-    let (id, token) = device_account(node, name).await;
-    Player {
-        id,
-        client: login(node, &token).await,
-    }
+    start_scripted(url, "chat", SCRIPT, tweak).await
 }
 
 /// The sorted keys of a JSON object.
@@ -138,22 +110,38 @@ pub fn assert_event_keys(v: &Value, extra: &[&str]) {
 }
 
 impl Player {
+    /// `chat.join` of the room: its channel id.
+    pub async fn join_room(&mut self) -> String {
+        self.rpc("chat.join", json!({"target": ROOM()}))
+            .await
+            .unwrap()["channel_id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// `chat.edit` of message `id` in channel `ch`.
+    pub async fn edit(&mut self, ch: &str, id: u64, content: &str) -> Result<Value, String> {
+        self.rpc(
+            "chat.edit",
+            json!({"channel_id": ch, "message_id": id, "content": content}),
+        )
+        .await
+    }
+
+    /// `chat.delete` of message `id` in channel `ch`.
+    pub async fn delete(&mut self, ch: &str, id: u64) -> Result<Value, String> {
+        self.rpc("chat.delete", json!({"channel_id": ch, "message_id": id}))
+            .await
+    }
+
     pub async fn rpc(&mut self, method: &str, payload: Value) -> Result<Value, String> {
         call_json(&mut self.client, method, payload).await
     }
 
     /// `citadel.chat_call(self, op, payload)` through the script.
     pub async fn script(&mut self, op: &str, payload: Value) -> Result<Value, String> {
-        let body = format!("{op}|{payload}");
-        let bytes = tokio::time::timeout(STEP, self.client.call_rpc("ccall", body.as_bytes()))
-            .await
-            .expect("reply in time")
-            .expect("script answers");
-        let text = String::from_utf8(bytes.to_vec()).unwrap();
-        match text.strip_prefix("error:") {
-            Some(err) => Err(err.to_owned()),
-            None => Ok(serde_json::from_str(&text).unwrap()),
-        }
+        script_call(&mut self.client, "ccall", op, &payload).await
     }
 
     /// The next chat event, as JSON.

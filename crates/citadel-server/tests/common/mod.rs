@@ -322,3 +322,68 @@ pub fn split(env: &Envelope) -> (u64, Vec<u8>) {
         citadel_client::wire::protocol::split_sender(&env.body).expect("tagged body");
     (sender, payload.to_vec())
 }
+
+static NEXT_SCRIPT_DIR: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A fresh scripts folder (`citadel-<prefix>-<pid>-<n>`) whose `main.lua`
+/// is `script`.
+pub fn script_dir(prefix: &str, script: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "citadel-{prefix}-{}-{}",
+        std::process::id(),
+        NEXT_SCRIPT_DIR.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("main.lua"), script).unwrap();
+    dir
+}
+
+/// A node on the database at `url` running `script` (in a fresh folder
+/// named after `prefix`), after `tweak` has adjusted the test config.
+pub async fn start_scripted(
+    url: &str,
+    prefix: &str,
+    script: &str,
+    tweak: impl FnOnce(&mut Config),
+) -> RunningNode {
+    let mut config = test_config();
+    config.database.url = url.to_owned();
+    config.runtime.scripts_dir = script_dir(prefix, script).display().to_string();
+    tweak(&mut config);
+    NodeBuilder::new(config).start().await.expect("node starts")
+}
+
+/// A logged-in account of a service test.
+pub struct Player {
+    pub id: String,
+    pub client: TestClient,
+}
+
+/// A fresh device account `name`, logged in over WebSocket.
+pub async fn player(node: &RunningNode, name: &str) -> Player {
+    let (id, token) = device_account(node, name).await;
+    Player {
+        id,
+        client: login(node, &token).await,
+    }
+}
+
+/// Runs `op` with `payload` through the script RPC `method` (which takes
+/// `op|payload` and answers the reply, or `error:<message>`).
+pub async fn script_call(
+    client: &mut TestClient,
+    method: &str,
+    op: &str,
+    payload: &serde_json::Value,
+) -> Result<serde_json::Value, String> {
+    let body = format!("{op}|{payload}");
+    let bytes = tokio::time::timeout(STEP, client.call_rpc(method, body.as_bytes()))
+        .await
+        .expect("reply in time")
+        .expect("script answers");
+    let text = String::from_utf8(bytes.to_vec()).unwrap();
+    match text.strip_prefix("error:") {
+        Some(err) => Err(err.to_owned()),
+        None => Ok(serde_json::from_str(&text).unwrap()),
+    }
+}
