@@ -504,13 +504,37 @@ impl ChatService {
         channel_id: &str,
         content: &str,
     ) -> Result<Value, ChatError> {
-        self.access(caller, channel_id).await?;
-        check_content(content, self.config.max_content_bytes)?;
-        self.charge(Action::Send, caller, channel_id).await?;
+        self.admit(caller, channel_id, Some(content), Action::Send)
+            .await?;
         let change = ChatChange::Create {
             sender: caller.user.clone(),
             content: content.to_owned(),
         };
+        self.commit_message(channel_id, change).await
+    }
+
+    /// The gate of a channel operation, in this order: access, the content
+    /// bound (when there is content), the rate limit of `action`.
+    async fn admit(
+        &self,
+        caller: &Caller,
+        channel_id: &str,
+        content: Option<&str>,
+        action: Action,
+    ) -> Result<(), ChatError> {
+        self.access(caller, channel_id).await?;
+        if let Some(content) = content {
+            check_content(content, self.config.max_content_bytes)?;
+        }
+        self.charge(action, caller, channel_id).await
+    }
+
+    /// Commits `change` and answers `{message, event_id}`.
+    async fn commit_message(
+        &self,
+        channel_id: &str,
+        change: ChatChange,
+    ) -> Result<Value, ChatError> {
         let (event_id, message) = self.commit(channel_id, change).await?;
         Ok(json!({ "message": events::message_json(&message), "event_id": event_id }))
     }
@@ -525,8 +549,8 @@ impl ChatService {
         before: Option<u64>,
         acknowledge: Option<u64>,
     ) -> Result<Value, ChatError> {
-        self.access(caller, channel_id).await?;
-        self.charge(Action::History, caller, channel_id).await?;
+        self.admit(caller, channel_id, None, Action::History)
+            .await?;
         let limit = limit.map_or(50, |l| l.clamp(1, 200)) as u32;
         let page = self.store.chat_history(channel_id, before, limit).await?;
         if let (Some(watermark), Some(pid)) = (acknowledge, caller.participant) {
@@ -536,15 +560,19 @@ impl ChatService {
         Ok(json!({ "items": items, "watermark_event_id": page.watermark }))
     }
 
-    /// The message an author may change within `window_ms`.
+    /// The message an author may change within `window_ms`, after the
+    /// mutation gate ([`Self::admit`] with `content`).
     async fn own_message(
         &self,
         caller: &Caller,
         channel_id: &str,
         message_id: u64,
+        content: Option<&str>,
         window_ms: u64,
         closed: ChatError,
     ) -> Result<MessageRecord, ChatError> {
+        self.admit(caller, channel_id, content, Action::Mutation)
+            .await?;
         let message = self.existing(channel_id, message_id).await?;
         if message.sender != caller.user {
             return Err(ChatError::NotAuthor);
@@ -579,17 +607,16 @@ impl ChatService {
         message_id: u64,
         content: &str,
     ) -> Result<Value, ChatError> {
-        self.access(caller, channel_id).await?;
-        check_content(content, self.config.max_content_bytes)?;
-        self.charge(Action::Mutation, caller, channel_id).await?;
         let window = self.config.edit_window_ms;
+        let closed = ChatError::EditWindowClosed;
         let old = self
             .own_message(
                 caller,
                 channel_id,
                 message_id,
+                Some(content),
                 window,
-                ChatError::EditWindowClosed,
+                closed,
             )
             .await?;
         let change = ChatChange::Edit {
@@ -597,8 +624,7 @@ impl ChatService {
             expected_revision: old.revision,
             content: content.to_owned(),
         };
-        let (event_id, message) = self.commit(channel_id, change).await?;
-        Ok(json!({ "message": events::message_json(&message), "event_id": event_id }))
+        self.commit_message(channel_id, change).await
     }
 
     /// `chat.delete {channel_id, message_id}`.
@@ -608,17 +634,10 @@ impl ChatService {
         channel_id: &str,
         message_id: u64,
     ) -> Result<Value, ChatError> {
-        self.access(caller, channel_id).await?;
-        self.charge(Action::Mutation, caller, channel_id).await?;
         let window = self.config.delete_window_ms;
+        let closed = ChatError::DeleteWindowClosed;
         let old = self
-            .own_message(
-                caller,
-                channel_id,
-                message_id,
-                window,
-                ChatError::DeleteWindowClosed,
-            )
+            .own_message(caller, channel_id, message_id, None, window, closed)
             .await?;
         self.tombstone(channel_id, &old, None).await
     }

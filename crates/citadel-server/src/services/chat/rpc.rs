@@ -13,8 +13,7 @@ use bytes::Bytes;
 use serde_json::{Map, Value};
 
 use super::{Caller, ChatError, ChatService};
-use crate::rpc::{RpcContext, RpcError, RpcHandler, RpcRegistry};
-use crate::util::BoxFuture;
+use crate::rpc::{RpcContext, RpcError, RpcRegistry};
 
 /// One chat method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,42 +192,28 @@ impl ChatService {
     }
 }
 
-struct Handler {
+/// One `chat.*` call of an authenticated player.
+async fn call(
     service: Arc<ChatService>,
     method: Method,
-}
-
-impl RpcHandler for Handler {
-    fn call(&self, ctx: RpcContext, payload: Bytes) -> BoxFuture<Result<Bytes, RpcError>> {
-        let service = self.service.clone();
-        let method = self.method;
-        Box::pin(async move {
-            let user = ctx
-                .user_id
-                .ok_or(ChatError::AuthenticationRequired.into_rpc())?;
-            let caller = Caller {
-                user,
-                participant: Some(ctx.participant_id),
-                place: Some(ctx.place),
-            };
-            let reply = dispatch(&service, &caller, method, &payload)
-                .await
-                .map_err(ChatError::into_rpc)?;
-            Ok(Bytes::from(reply.to_string()))
-        })
-    }
+    ctx: RpcContext,
+    payload: Bytes,
+) -> Result<Value, RpcError> {
+    let user = ctx
+        .user_id
+        .ok_or(ChatError::AuthenticationRequired.into_rpc())?;
+    let caller = Caller {
+        user,
+        participant: Some(ctx.participant_id),
+        place: Some(ctx.place),
+    };
+    dispatch(&service, &caller, method, &payload)
+        .await
+        .map_err(ChatError::into_rpc)
 }
 
 /// Registers the `chat.*` methods.
 pub fn register(registry: &RpcRegistry, service: &Arc<ChatService>) {
-    for (name, method) in Method::ALL {
-        let handler = Arc::new(Handler {
-            service: service.clone(),
-            method,
-        });
-        let full = format!("chat.{name}");
-        if let Err(err) = registry.register_builtin(&full, handler) {
-            tracing::warn!(method = full, error = %err, "built-in RPC not registered");
-        }
-    }
+    let methods = Method::ALL.map(|(name, method)| (format!("chat.{name}"), method));
+    crate::services::register_json_methods(registry, service, methods, call);
 }

@@ -15,11 +15,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::metrics::{Metrics, ServiceEvent};
-use crate::rpc::{AUTHENTICATION_REQUIRED, RpcContext, RpcError, RpcHandler, RpcRegistry};
+use crate::rpc::{AUTHENTICATION_REQUIRED, RpcContext, RpcError, RpcRegistry};
 use crate::services::accounts::now_ms;
 use crate::services::notifications::rpc::parse_payload;
 use crate::store::{AddOutcome, FriendState, Store, StoreError};
-use crate::util::BoxFuture;
 
 /// The one answer for an unknown user and a block either way.
 pub const UNAVAILABLE: &str = "user unavailable";
@@ -204,44 +203,31 @@ enum Method {
     List,
 }
 
-struct Handler {
+/// One `friends.*` call of an authenticated player.
+async fn call(
     service: Arc<FriendService>,
     method: Method,
-}
-
-impl RpcHandler for Handler {
-    fn call(&self, ctx: RpcContext, payload: Bytes) -> BoxFuture<Result<Bytes, RpcError>> {
-        let service = self.service.clone();
-        let method = self.method;
-        Box::pin(async move {
-            let actor = ctx
-                .user_id
-                .ok_or(RpcError::Client(AUTHENTICATION_REQUIRED))?;
-            let reply = match method {
-                Method::Add => service.add(&actor, &other_of(&payload)?).await?,
-                Method::Remove => service.remove(&actor, &other_of(&payload)?).await?,
-                Method::Block => service.block(&actor, &other_of(&payload)?).await?,
-                Method::List => service.list(&actor, parse_payload(&payload)?).await?,
-            };
-            Ok(Bytes::from(reply.to_string()))
-        })
+    ctx: RpcContext,
+    payload: Bytes,
+) -> Result<serde_json::Value, RpcError> {
+    let actor = ctx
+        .user_id
+        .ok_or(RpcError::Client(AUTHENTICATION_REQUIRED))?;
+    match method {
+        Method::Add => service.add(&actor, &other_of(&payload)?).await,
+        Method::Remove => service.remove(&actor, &other_of(&payload)?).await,
+        Method::Block => service.block(&actor, &other_of(&payload)?).await,
+        Method::List => service.list(&actor, parse_payload(&payload)?).await,
     }
 }
 
 /// Registers the `friends.*` methods.
 pub fn register(registry: &RpcRegistry, service: &Arc<FriendService>) {
-    for (name, method) in [
+    let methods = [
         ("friends.add", Method::Add),
         ("friends.remove", Method::Remove),
         ("friends.block", Method::Block),
         ("friends.list", Method::List),
-    ] {
-        let handler = Arc::new(Handler {
-            service: service.clone(),
-            method,
-        });
-        if let Err(err) = registry.register_builtin(name, handler) {
-            tracing::warn!(method = name, error = %err, "built-in RPC not registered");
-        }
-    }
+    ];
+    crate::services::register_json_methods(registry, service, methods, call);
 }

@@ -14,10 +14,7 @@ use bytes::Bytes;
 use serde_json::{Map, Value};
 
 use super::GroupService;
-use crate::rpc::{
-    AUTHENTICATION_REQUIRED, INVALID_JSON_BODY, RpcContext, RpcError, RpcHandler, RpcRegistry,
-};
-use crate::util::BoxFuture;
+use crate::rpc::{AUTHENTICATION_REQUIRED, INVALID_JSON_BODY, RpcContext, RpcError, RpcRegistry};
 
 /// A parsed payload object.
 #[derive(Debug, Clone, Default)]
@@ -130,41 +127,36 @@ impl Method {
     }
 }
 
-struct Handler {
+/// One `groups.*` client call of an authenticated player.
+async fn call(
     service: Arc<GroupService>,
     method: Method,
-}
-
-impl RpcHandler for Handler {
-    fn call(&self, ctx: RpcContext, payload: Bytes) -> BoxFuture<Result<Bytes, RpcError>> {
-        let service = self.service.clone();
-        let method = self.method;
-        Box::pin(async move {
-            let actor = ctx
-                .user_id
-                .ok_or(RpcError::Client(AUTHENTICATION_REQUIRED))?;
-            let fields = Fields::parse(&payload, method.keys())?;
-            let s = &service;
-            let reply = match method {
-                Method::Create => s.create(&actor, fields).await?,
-                Method::List => s.list(&actor, fields).await?,
-                Method::Get => s.get(&actor, fields).await?,
-                Method::Update => s.update(&actor, fields).await?,
-                Method::Delete => s.delete(&actor, fields).await?,
-                Method::AddMember => s.add_member(&actor, fields).await?,
-                Method::Leave => s.leave(&actor, fields).await?,
-                Method::Kick => s.kick(&actor, fields).await?,
-                Method::Promote => s.promote(&actor, fields).await?,
-                Method::Demote => s.demote(&actor, fields).await?,
-            };
-            Ok(Bytes::from(reply.to_string()))
-        })
-    }
+    ctx: RpcContext,
+    payload: Bytes,
+) -> Result<Value, RpcError> {
+    let actor = ctx
+        .user_id
+        .ok_or(RpcError::Client(AUTHENTICATION_REQUIRED))?;
+    let fields = Fields::parse(&payload, method.keys())?;
+    let s = &service;
+    let reply = match method {
+        Method::Create => s.create(&actor, fields).await?,
+        Method::List => s.list(&actor, fields).await?,
+        Method::Get => s.get(&actor, fields).await?,
+        Method::Update => s.update(&actor, fields).await?,
+        Method::Delete => s.delete(&actor, fields).await?,
+        Method::AddMember => s.add_member(&actor, fields).await?,
+        Method::Leave => s.leave(&actor, fields).await?,
+        Method::Kick => s.kick(&actor, fields).await?,
+        Method::Promote => s.promote(&actor, fields).await?,
+        Method::Demote => s.demote(&actor, fields).await?,
+    };
+    Ok(reply)
 }
 
 /// Registers the `groups.*` client methods.
 pub fn register(registry: &RpcRegistry, service: &Arc<GroupService>) {
-    for (name, method) in [
+    let methods = [
         ("groups.create", Method::Create),
         ("groups.list", Method::List),
         ("groups.get", Method::Get),
@@ -175,15 +167,8 @@ pub fn register(registry: &RpcRegistry, service: &Arc<GroupService>) {
         ("groups.kick", Method::Kick),
         ("groups.promote", Method::Promote),
         ("groups.demote", Method::Demote),
-    ] {
-        let handler = Arc::new(Handler {
-            service: service.clone(),
-            method,
-        });
-        if let Err(err) = registry.register_builtin(name, handler) {
-            tracing::warn!(method = name, error = %err, "built-in RPC not registered");
-        }
-    }
+    ];
+    crate::services::register_json_methods(registry, service, methods, call);
 }
 
 #[cfg(test)]

@@ -35,6 +35,22 @@ fn i(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
+/// Binds the nine `chat_messages` columns of message `$m` of channel
+/// `$channel_id` to query `$q`, in the insert order.
+macro_rules! bind_message {
+    ($q:expr, $channel_id:expr, $m:expr) => {
+        $q.bind($channel_id)
+            .bind(i($m.message_id))
+            .bind(&$m.sender)
+            .bind(&$m.content)
+            .bind(i($m.created_at))
+            .bind(i($m.updated_at))
+            .bind(i($m.revision))
+            .bind(i($m.last_event_id))
+            .bind($m.deleted)
+    };
+}
+
 /// What a commit needs besides the counter: the message row to write, the
 /// content it replaces (for the revision history) and the event type.
 struct Plan {
@@ -196,21 +212,13 @@ async fn commit(pool: &Pool, c: &ChatCommit) -> StoreResult<Committed> {
                 .await?;
             }
             None => {
-                sqlx::query(
+                let q = sqlx::query(
                     "INSERT INTO chat_messages (channel_id, message_id, sender, content, created_at, \
                      updated_at, revision, last_event_id, deleted) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                )
-                .bind(&c.channel_id)
-                .bind(i(m.message_id))
-                .bind(&m.sender)
-                .bind(&m.content)
-                .bind(i(m.created_at))
-                .bind(i(m.updated_at))
-                .bind(i(m.revision))
-                .bind(i(m.last_event_id))
-                .bind(m.deleted)
-                .execute(&mut *tx)
-                .await?;
+                );
+                bind_message!(q, &c.channel_id, m)
+                    .execute(&mut *tx)
+                    .await?;
             }
         }
         sqlx::query(
@@ -332,16 +340,7 @@ async fn commit_creates(pool: &Pool, commits: &[&ChatCommit]) -> StoreResult<Vec
             let mut q = sqlx::query(sqlx::AssertSqlSafe(messages));
             for (k, _, plan, _) in &rows {
                 let m = &plan.message;
-                q = q
-                    .bind(&commits[*k].channel_id)
-                    .bind(i(m.message_id))
-                    .bind(&m.sender)
-                    .bind(&m.content)
-                    .bind(i(m.created_at))
-                    .bind(i(m.updated_at))
-                    .bind(i(m.revision))
-                    .bind(i(m.last_event_id))
-                    .bind(m.deleted);
+                q = bind_message!(q, &commits[*k].channel_id, m);
             }
             q.execute(&mut *tx).await?;
             let events = format!(
