@@ -100,21 +100,18 @@ impl TransformSyncConfig {
                 "reference demo features are not supported; use networked actors or Lua NPCs",
             ));
         }
-        if !(self.input_max_speed.is_finite()
-            && self.input_max_speed > 0.0
-            && self.input_max_speed <= 1_000_000.0)
-        {
-            return Err(invalid(
-                "transform_sync.input_max_speed",
-                "must be > 0 and <= 1000000 cm/s",
-            ));
-        }
-        if !(self.input_max_dt.is_finite() && self.input_max_dt > 0.0 && self.input_max_dt <= 1.0) {
-            return Err(invalid(
-                "transform_sync.input_max_dt",
-                "must be > 0 and <= 1 s",
-            ));
-        }
+        positive_up_to(
+            "transform_sync.input_max_speed",
+            self.input_max_speed,
+            1_000_000.0,
+            "must be > 0 and <= 1000000 cm/s",
+        )?;
+        positive_up_to(
+            "transform_sync.input_max_dt",
+            self.input_max_dt,
+            1.0,
+            "must be > 0 and <= 1 s",
+        )?;
         self.validate_rewind()?;
         if self.interest_enabled
             && !(self.interest_cell_size > 0.0
@@ -152,12 +149,12 @@ impl TransformSyncConfig {
                 "must be >= 0 and <= 10000 ms",
             ));
         }
-        if !(self.hit_radius.is_finite() && self.hit_radius > 0.0 && self.hit_radius <= 100_000.0) {
-            return Err(invalid(
-                "transform_sync.hit_radius",
-                "must be > 0 and <= 100000 cm",
-            ));
-        }
+        positive_up_to(
+            "transform_sync.hit_radius",
+            self.hit_radius,
+            100_000.0,
+            "must be > 0 and <= 100000 cm",
+        )?;
         Ok(())
     }
 
@@ -348,5 +345,14 @@ impl From<TransformSyncConfig> for TransformSyncTable {
             demo_movers,
             player_slots,
         }
+    }
+}
+
+/// A finite value in (0, max], else the key's error.
+fn positive_up_to(key: &str, value: f32, max: f32, message: &str) -> Result<(), ConfigError> {
+    if value.is_finite() && value > 0.0 && value <= max {
+        Ok(())
+    } else {
+        Err(invalid(key, message))
     }
 }

@@ -80,6 +80,13 @@ pub struct SplitBatch {
     pub close: Option<CloseReason>,
 }
 
+/// What a reliable push did.
+enum Push {
+    Queued,
+    Closing,
+    Full,
+}
+
 impl Outbound {
     /// New empty lanes.
     pub fn new(limits: LaneLimits, metrics: Arc<Metrics>) -> Self {
@@ -103,26 +110,15 @@ impl Outbound {
     /// Queues a framed envelope on the reliable lane. Returns false if the
     /// connection is closing (or was just closed for overflowing).
     pub fn send_reliable(&self, frame: Bytes) -> bool {
-        let mut st = self.lock();
-        if st.close.is_some() {
-            drop(st);
-            self.shared.metrics.dropped(DropReason::ConnectionClosed);
-            return false;
+        match self.push_reliable(frame, 1) {
+            Push::Queued => true,
+            Push::Closing => false,
+            Push::Full => {
+                self.shared.metrics.dropped(DropReason::ConnectionClosed);
+                self.abort(CloseReason::SlowConsumer);
+                false
+            }
         }
-        let limits = &self.shared.limits;
-        if st.reliable.len() >= limits.reliable_capacity
-            || st.bytes + frame.len() > limits.max_bytes
-        {
-            drop(st);
-            self.shared.metrics.dropped(DropReason::ConnectionClosed);
-            self.abort(CloseReason::SlowConsumer);
-            return false;
-        }
-        st.bytes += frame.len();
-        st.reliable.push_back(frame);
-        drop(st);
-        self.shared.wake.notify_one();
-        true
     }
 
     /// Offers a framed envelope to the reliable lane without risking the
@@ -131,27 +127,39 @@ impl Outbound {
     /// other reliable traffic); otherwise it is dropped, counted as
     /// `reliable_offer_dropped`, and false is returned.
     pub fn offer_reliable(&self, frame: Bytes) -> bool {
+        match self.push_reliable(frame, 2) {
+            Push::Queued => true,
+            Push::Closing => false,
+            Push::Full => {
+                self.shared
+                    .metrics
+                    .dropped(DropReason::ReliableOfferDropped);
+                false
+            }
+        }
+    }
+
+    /// The one reliable push: queues `frame` while the lane holds less than
+    /// `1/share` of its envelope and byte capacity; a closing lane counts
+    /// the frame as `connection_closed` here, a full one is left to the caller.
+    fn push_reliable(&self, frame: Bytes, share: usize) -> Push {
         let mut st = self.lock();
         if st.close.is_some() {
             drop(st);
             self.shared.metrics.dropped(DropReason::ConnectionClosed);
-            return false;
+            return Push::Closing;
         }
         let limits = &self.shared.limits;
-        if st.reliable.len() >= limits.reliable_capacity / 2
-            || st.bytes + frame.len() > limits.max_bytes / 2
+        if st.reliable.len() >= limits.reliable_capacity / share
+            || st.bytes + frame.len() > limits.max_bytes / share
         {
-            drop(st);
-            self.shared
-                .metrics
-                .dropped(DropReason::ReliableOfferDropped);
-            return false;
+            return Push::Full;
         }
         st.bytes += frame.len();
         st.reliable.push_back(frame);
         drop(st);
         self.shared.wake.notify_one();
-        true
+        Push::Queued
     }
 
     /// Encodes and queues an envelope on the reliable lane.
@@ -489,16 +497,14 @@ mod tests {
     async fn a_flush_delay_gathers_what_arrives_meanwhile() {
         let (out, _) = lanes(8, 8, 1 << 20);
         let delay = std::time::Duration::from_millis(2);
-        let taken = {
-            let out = out.clone();
-            tokio::spawn(async move { out.next_batch_after(1024, delay).await })
+        let produce = async {
+            tokio::task::yield_now().await;
+            out.send_unreliable(Bytes::from_static(b"a"));
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            out.send_unreliable(Bytes::from_static(b"b"));
+            tokio::time::Instant::now()
         };
-        tokio::task::yield_now().await;
-        out.send_unreliable(Bytes::from_static(b"a"));
-        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-        out.send_unreliable(Bytes::from_static(b"b"));
-        let started = tokio::time::Instant::now();
-        let batch = taken.await.expect("writer task");
+        let (batch, started) = tokio::join!(out.next_batch_after(1024, delay), produce);
         assert_eq!(&batch.frames[..], b"ab", "both frames in one write");
         assert!(started.elapsed() <= delay, "no later than the delay");
         // A close is not delayed.
