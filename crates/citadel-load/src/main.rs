@@ -1,8 +1,9 @@
 //! `citadel-load`: Citadel's load generator and benchmark reporter.
 //!
 //! What it is: `citadel-load run SCENARIO.toml [--target citadel|colyseus|raw]
-//! [--json OUT] [--auth guest|device] [--set KEY=VALUE]` starts (or attaches to) the target, drives the scenario's
-//! bots over WebSocket, prints a progress line on stderr and a summary table
+//! [--json OUT] [--auth guest|device] [--transport ws|quic] [--set KEY=VALUE]`
+//! starts (or attaches to) the target, drives the scenario's bots over
+//! WebSocket (or QUIC: relay-fanout against a spawned citadel), prints a progress line on stderr and a summary table
 //! on stdout; `citadel-load compare --citadel A.json [--colyseus B.json]
 //! [--raw C.json]` prints one side-by-side table with ratios. What it is
 //! not: a load test of remote hosts — every address is in 127.0.0.0/8.
@@ -116,6 +117,16 @@ struct RunArgs {
     /// `tungstenite` (the classic per-bot loop over `BotTransport`).
     #[arg(long, value_enum, default_value = "lean")]
     bots: BotsArg,
+    /// Bot transport: `ws` (WebSocket), or `quic` (citadel target,
+    /// relay-fanout: one `QuicClient` per bot, positions as datagrams).
+    #[arg(long, value_enum, default_value = "ws")]
+    transport: TransportArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum TransportArg {
+    Ws,
+    Quic,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -189,6 +200,14 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
     if args.auth == AuthArg::Device && matches!(scenario, Scenario::ActorSync(_)) {
         bail!("actor-sync bots authenticate as guests; drop --auth device");
     }
+    let quic = args.transport == TransportArg::Quic;
+    if quic
+        && (args.target != TargetKind::Citadel
+            || args.url.is_some()
+            || !matches!(scenario, Scenario::RelayFanout(_)))
+    {
+        bail!("--transport quic runs relay-fanout against a citadel this tool spawns");
+    }
     if args.auth == AuthArg::Device && args.target != TargetKind::Citadel {
         bail!("--auth device needs --target citadel (the peers have no accounts)");
     }
@@ -201,6 +220,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
         server_cpus: args.server_cpus.clone(),
         peak_connections: scenario.peak_connections(),
         lift_rate_limits: matches!(scenario, Scenario::RpcEcho(_)),
+        quic,
     };
     let started_unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -228,9 +248,15 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
             prefix: format!("citadel-load-{started_unix}-{}", std::process::id()),
         },
     };
-    let lean = args.bots == BotsArg::Lean;
+    // Lean bots speak WebSocket only: QUIC bots run the classic loop.
+    let lean = args.bots == BotsArg::Lean && !quic;
     let mut report = runtime.block_on(async {
         match args.target {
+            TargetKind::Citadel if let Some(q) = server.quic.clone() => {
+                let c =
+                    targets::quic::QuicConnector::new(&server.url, server.http_url.as_deref(), &q)?;
+                drive(c, server, &scenario, progress, auth.clone(), lean).await
+            }
             TargetKind::Citadel | TargetKind::Raw => {
                 let c = targets::citadel::CitadelConnector::new(
                     &server.url,
@@ -255,6 +281,13 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
     report.server_command = server_command;
     report.started_unix = started_unix;
     report.elapsed_seconds = t0.elapsed().as_secs_f64();
+    if quic {
+        report.notes.push(
+            "QUIC bots: one citadel-client QuicClient (own endpoint and UDP socket) per bot, \
+             join on streams, positions sent and received as datagrams (a lost datagram is a drop)"
+                .into(),
+        );
+    }
     report.notes.push(match args.auth {
         AuthArg::Guest => "bots authenticated as guests".to_owned(),
         AuthArg::Device => "bots authenticated as device accounts (POST /v1/auth/device, \

@@ -2,9 +2,9 @@
 //! server and the wire.
 //!
 //! What it is: [`Connector`] opens one authenticated connection (the
-//! implementations speak WebSocket, to Citadel, the raw relay and Colyseus;
-//! bots do not use QUIC or WebTransport, which would be one more
-//! implementation over `citadel_client::QuicClient`),
+//! implementations speak WebSocket, to Citadel, the raw relay and Colyseus,
+//! and native QUIC to Citadel over `citadel_client::QuicClient` with
+//! `--transport quic`; no bot speaks WebTransport),
 //! [`BotTransport`] is that connection as a bot uses it (join a room, send a
 //! relay payload, send an RPC, receive), and [`AuthMode`] says how bots
 //! authenticate. What it is not: a client SDK; implementations live in

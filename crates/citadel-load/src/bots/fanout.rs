@@ -151,7 +151,9 @@ pub async fn run<C: Connector>(ctx: &mut Ctx<C>, s: &RelayFanout) -> anyhow::Res
     notes.push(if ctx.lean {
         "lean bots: one RFC 6455 client per bot, a 4 KiB read buffer each, one send wheel".into()
     } else {
-        "classic bots: one task and one timer per bot over tungstenite (--bots tungstenite)".into()
+        "classic bots: one task and one timer per bot over the connector's BotTransport \
+         (tungstenite with --bots tungstenite, QuicClient with --transport quic)"
+            .into()
     });
     if let Err(e) = result {
         if steps.is_empty() {

@@ -14,6 +14,7 @@
 pub mod citadel;
 pub mod colyseus;
 pub mod http;
+pub mod quic;
 pub mod raw;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -55,6 +56,9 @@ pub struct StartOptions {
     /// Lift Citadel's per-connection message rate limit (rpc-echo measures
     /// RPC throughput, not the 200/s default policy).
     pub lift_rate_limits: bool,
+    /// Also serve native QUIC (`[transport.quic]`, citadel only), for
+    /// `--transport quic`.
+    pub quic: bool,
 }
 
 /// The server under test.
@@ -70,7 +74,9 @@ pub struct ServerHandle {
     pub http_url: Option<String>,
     /// How it was started, for the report.
     pub command: String,
-    /// Files to delete on drop (generated configs).
+    /// Citadel's QUIC endpoint, when it serves one (`StartOptions::quic`).
+    pub quic: Option<quic::QuicEndpoint>,
+    /// Files (and directories the tool created) to delete on drop.
     temp_files: Vec<PathBuf>,
 }
 
@@ -87,6 +93,7 @@ impl ServerHandle {
             url: url.to_owned(),
             http_url: http_url.map(str::to_owned),
             command: format!("attached to {url}"),
+            quic: None,
             temp_files: Vec::new(),
         })
     }
@@ -109,7 +116,11 @@ impl Drop for ServerHandle {
             let _ = child.wait();
         }
         for f in &self.temp_files {
-            let _ = std::fs::remove_file(f);
+            if f.is_dir() {
+                let _ = std::fs::remove_dir_all(f);
+            } else {
+                let _ = std::fs::remove_file(f);
+            }
         }
     }
 }
@@ -200,6 +211,7 @@ pub fn spawn_and_wait(
         url,
         http_url: None,
         command,
+        quic: None,
         temp_files,
     };
     let deadline = Instant::now() + within;
