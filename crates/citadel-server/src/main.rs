@@ -139,9 +139,14 @@ where
 }
 
 /// The async runtime (multi-threaded for serving), or `None` after
-/// printing why it could not start.
+/// printing why it could not start. A process allowed one CPU only (CPU
+/// affinity or a cgroup quota, as `available_parallelism` reports) gets a
+/// current-thread runtime even for serving: a one-worker multi-thread
+/// runtime runs the same tasks on the same core, plus its cross-thread
+/// queue and wake-up machinery on every task wake.
 fn build_runtime(multi_thread: bool) -> Option<tokio::runtime::Runtime> {
-    let mut builder = if multi_thread {
+    let one_cpu = std::thread::available_parallelism().is_ok_and(|n| n.get() == 1);
+    let mut builder = if multi_thread && !one_cpu {
         tokio::runtime::Builder::new_multi_thread()
     } else {
         tokio::runtime::Builder::new_current_thread()

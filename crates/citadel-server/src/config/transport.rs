@@ -77,9 +77,11 @@ pub struct WebSocketConfig {
     pub heartbeat_interval_ms: u64,
     /// Close a connection silent for this long (0 disables).
     pub heartbeat_timeout_ms: u64,
-    /// How long the writer lets frames gather after the first one arrives
-    /// before it writes them as one message, in µs (0: write at once; at
-    /// most [`MAX_FLUSH_DELAY_US`]). Every delivery waits at most this long.
+    /// Shortest gap between two writes of one connection, in µs (0: write
+    /// at once; at most [`MAX_FLUSH_DELAY_US`]): a frame queued sooner after
+    /// the previous write waits for the gap to end, and the frames queued
+    /// meanwhile join its message; a frame after a quiet gap is written at
+    /// once. Every delivery waits at most this long.
     pub flush_delay_us: u64,
 }
 

@@ -274,14 +274,24 @@ impl Outbound {
         }
     }
 
-    /// Like [`Outbound::next_batch`], but once work arrives waits `delay`
-    /// before taking the batch, so the frames queued meanwhile leave in the
-    /// same write (fewer writes and wake-ups per delivery, each delivery at
-    /// most `delay` later). A close request is not delayed. Cancel-safe:
-    /// nothing is taken before the wait ends.
-    pub async fn next_batch_after(&self, max_bytes: usize, delay: std::time::Duration) -> Batch {
-        if !delay.is_zero() {
+    /// Like [`Outbound::next_batch`], but never takes work before
+    /// `not_before` (the writer passes its previous write plus the flush
+    /// delay): work that arrives sooner waits for that instant, so the frames
+    /// queued meanwhile leave in the same write; work after a quiet gap is
+    /// taken at once, with no timer. So a connection gets at most one write
+    /// per flush delay under load (fewer writes and wake-ups per delivery)
+    /// and no added latency at light load. A close request is not delayed.
+    /// Cancel-safe: nothing is taken before the wait ends.
+    pub async fn next_batch_not_before(
+        &self,
+        max_bytes: usize,
+        not_before: Option<tokio::time::Instant>,
+    ) -> Batch {
+        if let Some(at) = not_before {
             loop {
+                if tokio::time::Instant::now() >= at {
+                    break; // the gap is over: take work as it comes
+                }
                 let notified = self.shared.wake.notified();
                 let (work, closing) = {
                     let st = self.lock();
@@ -294,7 +304,7 @@ impl Outbound {
                     break;
                 }
                 if work {
-                    tokio::time::sleep(delay).await;
+                    tokio::time::sleep_until(at).await;
                     break;
                 }
                 notified.await;
@@ -494,23 +504,38 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_flush_delay_gathers_what_arrives_meanwhile() {
+    async fn work_before_the_gap_ends_waits_and_gathers_what_arrives_meanwhile() {
         let (out, _) = lanes(8, 8, 1 << 20);
         let delay = std::time::Duration::from_millis(2);
+        // After a quiet gap: taken at once.
+        let previous = tokio::time::Instant::now();
+        tokio::time::sleep(delay * 2).await;
+        out.send_unreliable(Bytes::from_static(b"q"));
+        let started = tokio::time::Instant::now();
+        let batch = out
+            .next_batch_not_before(1024, Some(previous + delay))
+            .await;
+        assert_eq!(&batch.frames[..], b"q");
+        assert_eq!(started.elapsed(), std::time::Duration::ZERO, "no timer");
+        // Right after a write: waits for the gap, and what arrives
+        // meanwhile joins the same write.
+        let written = tokio::time::Instant::now();
         let produce = async {
             tokio::task::yield_now().await;
             out.send_unreliable(Bytes::from_static(b"a"));
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
             out.send_unreliable(Bytes::from_static(b"b"));
-            tokio::time::Instant::now()
         };
-        let (batch, started) = tokio::join!(out.next_batch_after(1024, delay), produce);
+        let (batch, ()) = tokio::join!(
+            out.next_batch_not_before(1024, Some(written + delay)),
+            produce
+        );
         assert_eq!(&batch.frames[..], b"ab", "both frames in one write");
-        assert!(started.elapsed() <= delay, "no later than the delay");
+        assert_eq!(written.elapsed(), delay, "taken when the gap ended");
         // A close is not delayed.
         out.close(CloseReason::Shutdown);
         let started = tokio::time::Instant::now();
-        let batch = out.next_batch_after(1024, delay).await;
+        let batch = out.next_batch_not_before(1024, Some(started + delay)).await;
         assert_eq!(batch.close, Some(CloseReason::Shutdown));
         assert_eq!(started.elapsed(), std::time::Duration::ZERO);
     }

@@ -4,7 +4,9 @@
 //! reads messages through [`WsSource`] (a frame may span messages and a
 //! message may hold several frames) and feeds each envelope to the gateway's
 //! connection; a writer task drains the connection's [`Outbound`] and
-//! coalesces a batch of frames into one binary message, pinging when idle
+//! coalesces a batch of frames into one binary message (at most one write
+//! per `flush_delay_us`: frames arriving sooner after a write wait for the
+//! gap to end and share the next message), pinging when idle
 //! (at least every 2 s while heartbeats are on); each ping carries a stamp
 //! and its pong becomes the connection's round trip (lag compensation).
 //! Text messages and framing errors close the connection with a reason.
@@ -98,8 +100,9 @@ pub struct WsSettings {
     pub max_message_bytes: usize,
     /// Ping interval once idle (`heartbeat_interval_ms`; `None`: off).
     pub ping_every: Option<Duration>,
-    /// How long the writer lets frames gather before a write
-    /// (`flush_delay_us`; zero: at once).
+    /// Shortest gap between two writes of a connection; frames arriving
+    /// within it gather for the next write (`flush_delay_us`; zero: at
+    /// once).
     pub flush_delay: Duration,
 }
 
@@ -281,6 +284,9 @@ async fn run_writer(
     let max_batch = settings.link.max_coalesced_bytes;
     let ping_every = settings.ping_every.map(|p| p.min(RTT_PING_EVERY));
     let flush_delay = settings.flush_delay;
+    // At most one write per flush delay: work arriving sooner after a write
+    // waits for this instant (and gathers what follows it).
+    let mut next_write: Option<Instant> = None;
     let aborted = outbound.aborted();
     let aborted_wait = aborted.cancelled();
     tokio::pin!(aborted_wait);
@@ -289,7 +295,11 @@ async fn run_writer(
     let ping = tokio::time::sleep(ping_every.unwrap_or(Duration::from_secs(365 * 86_400)));
     tokio::pin!(ping);
     loop {
+        // Batches first: when one is ready the other waits are not polled
+        // (an abort also empties the lanes and ends the batch wait).
         let batch = tokio::select! {
+            biased;
+            batch = outbound.next_batch_not_before(max_batch, next_write) => batch,
             _ = &mut aborted_wait => break,
             _ = &mut ping, if ping_every.is_some() => {
                 if let Some(p) = ping_every {
@@ -301,7 +311,6 @@ async fn run_writer(
                 }
                 continue;
             }
-            batch = outbound.next_batch_after(max_batch, flush_delay) => batch,
         };
         if batch.count > 0 {
             let len = batch.frames.len() as u64;
@@ -315,12 +324,18 @@ async fn run_writer(
             {
                 break;
             }
+            if !flush_delay.is_zero() {
+                next_write = Some(Instant::now() + flush_delay);
+            }
             metrics
                 .envelopes_out
                 .fetch_add(batch.count as u64, Ordering::Relaxed);
             metrics.bytes_out.fetch_add(len, Ordering::Relaxed);
         }
         if let Some(reason) = batch.close {
+            if aborted.is_cancelled() {
+                break; // cut at once: no close frame after an abort
+            }
             let _ = tokio::time::timeout(Duration::from_secs(1), sink.send(close_message(reason)))
                 .await;
             break;
@@ -336,7 +351,8 @@ async fn send_or_abort(
     aborted: std::pin::Pin<&mut WaitForCancellationFuture<'_>>,
 ) -> Result<(), ()> {
     tokio::select! {
-        _ = aborted => Err(()),
+        biased;
         result = sink.send(message) => result.map_err(|_| ()),
+        _ = aborted => Err(()),
     }
 }
