@@ -173,7 +173,7 @@ impl Scenario {
     /// time" would send each client each tick), with current-size tokens.
     fn full_state_bytes(&self) -> usize {
         let class = self.server.class(1).expect("class");
-        let token = self.server.counters().fulls + self.server.counters().deltas;
+        let token = self.server.counters().tokens_issued.max(1);
         self.objects
             .iter()
             .map(|&o| {

@@ -9,7 +9,16 @@
 //! pending send outliving the ack timeout re-baselines the pair (acked and
 //! pending dropped, full bunch). Acks advance a pair only to an outstanding,
 //! strictly newer token. Relevance comes from the grid (`interest`);
-//! leaving it drops the pair. With `shared_quantized_state` the values
+//! leaving it drops the pair.
+//!
+//! Fan-out encodes once: within a tick, the receivers of an object whose
+//! pairs have the same acked base token, visibility (owner or peer) and
+//! layout version need the same bunch, so it is planned, minted (one token)
+//! and encoded once and its `Bytes` shared. Each token still names exactly
+//! one encoded result and is never minted twice; every receiver gets
+//! strictly increasing tokens per object (a cached bunch is reused for a
+//! pair only if its token is newer than the pair's last one, and the cache
+//! lives one tick). With `shared_quantized_state` the values
 //! section of each (object revision, base revision, visibility, version) is
 //! encoded once per tick and spliced after each receiver's own header
 //! (`encode`); the bytes equal the default path's.
@@ -141,6 +150,9 @@ pub struct Counters {
     pub rebroadcast_budget_stops: u64,
     /// Sends skipped because the token space is exhausted.
     pub tokens_exhausted: u64,
+    /// Tokens minted (one per distinct encoded bunch; receivers with the
+    /// same base share it).
+    pub tokens_issued: u64,
     /// Pairs created by relevance entry.
     pub relevance_enter: u64,
     /// Pairs dropped by relevance exit.
@@ -158,6 +170,8 @@ pub(crate) struct Pair {
     pub acked: Option<(u64, Arc<Snapshot>)>,
     pub pending: VecDeque<Pending>,
     pub last_sent_rev: u64,
+    /// The newest token sent on this pair (kept across re-baselines).
+    pub last_token: u64,
     /// Index into the class's versions.
     pub version: usize,
 }
@@ -170,12 +184,52 @@ impl Pair {
     }
 }
 
-pub(crate) struct CacheEntry {
+/// A plan and its shared values section (`shared_quantized_state`), per
+/// (base revision, visibility, layout version) of one object revision.
+pub(crate) struct ValuesEntry {
     base_rev: u64,
     owner: bool,
     version: usize,
     planned: Planned,
     shared: Option<SharedValues>,
+}
+
+/// What identifies one encoded bunch of an object revision: receivers with
+/// the same key get the same body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BunchKey {
+    /// The acked base token (`None`: a full bunch).
+    base: Option<u64>,
+    owner: bool,
+    version: usize,
+}
+
+pub(crate) enum Bunch {
+    /// No visible field differs from the base.
+    Nothing,
+    /// One encoded bunch and the token it carries.
+    Body {
+        token: u64,
+        full: bool,
+        /// A full forced by the collection cap.
+        forced: bool,
+        body: Bytes,
+    },
+}
+
+pub(crate) struct BunchEntry {
+    key: BunchKey,
+    bunch: Bunch,
+}
+
+impl BunchEntry {
+    /// Whether a pair last sent `last_token` may be sent this entry.
+    fn usable_after(&self, last_token: u64) -> bool {
+        match self.bunch {
+            Bunch::Nothing => true,
+            Bunch::Body { token, .. } => token > last_token,
+        }
+    }
 }
 
 pub(crate) struct Object {
@@ -187,7 +241,10 @@ pub(crate) struct Object {
     pub cur: Arc<Snapshot>,
     pub published: bool,
     pub position: [f32; 3],
-    pub cache: Vec<CacheEntry>,
+    /// Plans and values sections of the current revision (shared path).
+    pub values: Vec<ValuesEntry>,
+    /// Bunches encoded this tick for the current revision.
+    pub bunches: Vec<BunchEntry>,
 }
 
 impl Object {
@@ -196,7 +253,8 @@ impl Object {
             let snap = Arc::make_mut(&mut self.cur);
             snap.rev += 1;
             self.published = false;
-            self.cache.clear();
+            self.values.clear();
+            self.bunches.clear();
             snap
         } else {
             Arc::make_mut(&mut self.cur)
@@ -354,7 +412,8 @@ impl Authority {
                 cur: Arc::new(Snapshot { rev: 1, values }),
                 published: false,
                 position: [0.0; 3],
-                cache: Vec::new(),
+                values: Vec::new(),
+                bunches: Vec::new(),
             },
         );
         Ok(id)
@@ -661,6 +720,11 @@ impl Authority {
                 grids.insert(m, Grid::build(cell, list.into_iter()));
             }
         }
+        // Bunches live for one tick, so every token a pair gets this tick
+        // is newer than any it got before (re-entry included).
+        for o in self.objects.values_mut() {
+            o.bunches.clear();
+        }
         let conn_ids: Vec<ConnId> = self.conns.keys().copied().collect();
         let mut candidates = Vec::new();
         for conn_id in conn_ids {
@@ -821,6 +885,13 @@ impl Authority {
 }
 
 /// Sends one pair's bunch now; returns the body length (0 = nothing sent).
+///
+/// The bunch comes from the object's per-tick bunch cache when another
+/// receiver with the same acked base token, visibility and layout version
+/// was already served: the same body (header, token and values) is shared
+/// by reference. A cached token is reused for a pair only if it is newer
+/// than every token that pair was sent, so each receiver still sees
+/// strictly increasing `result_id`s per object.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn send_pair(
     ctx: &mut SendCtx<'_>,
@@ -840,103 +911,172 @@ pub(crate) fn send_pair(
         }
         pair.reset();
     }
-    let owner = obj.owner == Some(conn_id);
-    let version = pair.version.min(class.versions().len() - 1);
-    let schema = &class.versions()[version].schema;
-    let field_count = schema.fields().len();
-    let base_rev = pair.acked.as_ref().map_or(0, |(_, s)| s.rev);
-    let shared = ctx.config.shared_quantized_state;
-    let cached = if shared {
-        obj.cache
-            .iter()
-            .position(|e| e.base_rev == base_rev && e.owner == owner && e.version == version)
-    } else {
-        None
+    let key = BunchKey {
+        base: pair.acked.as_ref().map(|(t, _)| *t),
+        owner: obj.owner == Some(conn_id),
+        version: pair.version.min(class.versions().len() - 1),
     };
-    let idx = match cached {
-        Some(i) => i,
-        None => {
-            let planned = plan(
-                class.fields(),
-                field_count,
-                pair.acked.as_ref().map(|(_, s)| &**s),
-                &obj.cur,
-                owner,
-                ctx.config.collection_cap,
-            );
-            let shared_values = match (&planned, shared) {
-                (Planned::Send(p) | Planned::ForcedFull(p), true) => {
-                    values_section(schema, p.clone(), &obj.cur).ok()
-                }
-                _ => None,
+    let found = obj.bunches.iter().position(|e| e.key == key);
+    let idx = match found {
+        Some(i) if obj.bunches[i].usable_after(pair.last_token) => i,
+        _ => {
+            let Some(entry) = build_bunch(ctx, class, obj, object_id, key, pair) else {
+                return 0;
             };
-            obj.cache.push(CacheEntry {
-                base_rev,
-                owner,
-                version,
-                planned,
-                shared: shared_values,
-            });
-            obj.cache.len() - 1
+            match found {
+                Some(i) => {
+                    obj.bunches[i] = entry;
+                    i
+                }
+                None => {
+                    obj.bunches.push(entry);
+                    obj.bunches.len() - 1
+                }
+            }
         }
     };
     obj.published = true;
-    let entry = &obj.cache[idx];
-    let p = match &entry.planned {
-        Planned::Nothing => {
+    let (token, full, forced, body) = match &obj.bunches[idx].bunch {
+        Bunch::Nothing => {
             // Nothing this receiver can see differs: its acked token stands
             // for the current state.
             if let Some((_, s)) = pair.acked.as_mut() {
                 *s = obj.cur.clone();
             }
             pair.last_sent_rev = obj.cur.rev;
-            if !shared {
-                obj.cache.clear();
-            }
             return 0;
         }
-        Planned::ForcedFull(p) => {
-            ctx.counters.full_collection_cap += 1;
-            pair.reset();
-            p
-        }
-        Planned::Send(p) => p,
+        Bunch::Body {
+            token,
+            full,
+            forced,
+            body,
+        } => (*token, *full, *forced, body.clone()),
     };
-    let Some(token) = ctx.tokens.issue() else {
-        ctx.counters.tokens_exhausted += 1;
-        return 0;
-    };
-    let base = match (&pair.acked, p.full) {
-        (Some((t, _)), false) => BunchBase::Delta(*t),
-        _ => BunchBase::Full,
-    };
-    let body = match &entry.shared {
-        Some(sv) => Ok(assemble(schema, object_id, token, base, sv)),
-        None => encode_direct(schema, object_id, token, base, p, &obj.cur),
-    };
-    if !shared {
-        obj.cache.clear();
+    if forced {
+        ctx.counters.full_collection_cap += 1;
+        pair.reset();
     }
-    let Ok(body) = body else {
-        return 0;
-    };
-    if base == BunchBase::Full {
+    if full {
         ctx.counters.fulls += 1;
     } else {
         ctx.counters.deltas += 1;
     }
-    ctx.counters.bunch_bytes += body.len() as u64;
+    let len = body.len();
+    ctx.counters.bunch_bytes += len as u64;
     pair.pending.push_back(Pending {
         token,
         snap: obj.cur.clone(),
         sent_ms: now_ms,
     });
     pair.last_sent_rev = obj.cur.rev;
-    let len = body.len();
+    pair.last_token = token;
     ctx.out.push_back(Outgoing {
         conn: conn_id,
         kind: KIND_REP_DELTA,
-        body: Bytes::from(body),
+        body,
     });
     len
+}
+
+/// Plans, mints and encodes the bunch of `key` for `obj`'s current state
+/// (`pair` supplies the acked base). `None`: the token space is exhausted
+/// or the values do not encode (nothing is sent, nothing cached).
+fn build_bunch(
+    ctx: &mut SendCtx<'_>,
+    class: &Class,
+    obj: &mut Object,
+    object_id: u32,
+    key: BunchKey,
+    pair: &Pair,
+) -> Option<BunchEntry> {
+    let schema = &class.versions()[key.version].schema;
+    let base_snap = pair.acked.as_ref().map(|(_, s)| &**s);
+    let base_rev = base_snap.map_or(0, |s| s.rev);
+    let shared = ctx.config.shared_quantized_state;
+    let planned = |obj: &Object| {
+        plan(
+            class.fields(),
+            schema.fields().len(),
+            base_snap,
+            &obj.cur,
+            key.owner,
+            ctx.config.collection_cap,
+        )
+    };
+    // With shared values, the plan and its values section are kept per
+    // (base revision, visibility, version) across base tokens.
+    let values_idx = if shared {
+        let found = obj.values.iter().position(|e| {
+            e.base_rev == base_rev && e.owner == key.owner && e.version == key.version
+        });
+        Some(match found {
+            Some(i) => i,
+            None => {
+                let p = planned(obj);
+                let section = match &p {
+                    Planned::Send(p) | Planned::ForcedFull(p) => {
+                        values_section(schema, p.clone(), &obj.cur).ok()
+                    }
+                    Planned::Nothing => None,
+                };
+                obj.values.push(ValuesEntry {
+                    base_rev,
+                    owner: key.owner,
+                    version: key.version,
+                    planned: p,
+                    shared: section,
+                });
+                obj.values.len() - 1
+            }
+        })
+    } else {
+        None
+    };
+    let own_plan;
+    let (p, forced, section) = match values_idx.and_then(|i| obj.values.get(i)) {
+        Some(e) => match &e.planned {
+            Planned::Nothing => return Some(nothing(key)),
+            Planned::Send(p) => (p, false, e.shared.as_ref()),
+            Planned::ForcedFull(p) => (p, true, e.shared.as_ref()),
+        },
+        None => {
+            own_plan = planned(obj);
+            match &own_plan {
+                Planned::Nothing => return Some(nothing(key)),
+                Planned::Send(p) => (p, false, None),
+                Planned::ForcedFull(p) => (p, true, None),
+            }
+        }
+    };
+    let Some(token) = ctx.tokens.issue() else {
+        ctx.counters.tokens_exhausted += 1;
+        return None;
+    };
+    ctx.counters.tokens_issued += 1;
+    let base = match (key.base, p.full) {
+        (Some(t), false) => BunchBase::Delta(t),
+        _ => BunchBase::Full,
+    };
+    let body = match section {
+        Some(sv) => assemble(schema, object_id, token, base, sv),
+        None if shared => return None,
+        None => encode_direct(schema, object_id, token, base, p, &obj.cur).ok()?,
+    };
+    Some(BunchEntry {
+        key,
+        bunch: Bunch::Body {
+            token,
+            full: base == BunchBase::Full,
+            forced,
+            body: Bytes::from(body),
+        },
+    })
+}
+
+fn nothing(key: BunchKey) -> BunchEntry {
+    BunchEntry {
+        key,
+        bunch: Bunch::Nothing,
+    }
 }

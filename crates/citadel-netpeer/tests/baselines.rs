@@ -344,3 +344,107 @@ fn the_schema_table_names_every_class() -> TestResult {
     assert!(!unknown.handle_schema_table(&s.schema_table())?[0].known);
     Ok(())
 }
+
+/// One tick's output grouped by receiver, with each body's token.
+fn tick_out(s: &mut Authority, now: u64) -> BTreeMap<u64, Vec<bytes::Bytes>> {
+    s.tick(now);
+    let mut by_conn: BTreeMap<u64, Vec<bytes::Bytes>> = BTreeMap::new();
+    while let Some(o) = s.poll_output() {
+        by_conn.entry(o.conn).or_default().push(o.body);
+    }
+    by_conn
+}
+
+/// Applies every body to its receiver's session; acks reach the server
+/// only from `acking` (the others' acks are lost).
+fn deliver(
+    s: &mut Authority,
+    sessions: &mut [NetworkPeerSession],
+    out: &BTreeMap<u64, Vec<bytes::Bytes>>,
+    acking: &[u64],
+) -> TestResult {
+    for (&conn, bodies) in out {
+        let session = &mut sessions[(conn - 1) as usize];
+        for b in bodies {
+            session.handle_bunch(b)?;
+        }
+        while let Some(a) = session.poll_ack() {
+            if acking.contains(&conn) {
+                s.handle_ack(conn, &a);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn receivers_with_equal_bases_share_one_bunch_and_different_bases_still_converge() -> TestResult {
+    for shared in [false, true] {
+        let mut s = server(AuthorityConfig {
+            shared_quantized_state: shared,
+            ..AuthorityConfig::default()
+        });
+        for c in 1..=3 {
+            s.connect(c, false, 0);
+        }
+        let o = s.spawn(SHIP, 0, None, false)?;
+        let mut sessions: Vec<NetworkPeerSession> = (0..3).map(|_| ship_session(&s)).collect();
+        // Bootstrap: one full, minted once, the same Bytes for everyone.
+        let out = tick_out(&mut s, 0);
+        let bodies: Vec<&bytes::Bytes> = out.values().flatten().collect();
+        assert_eq!(bodies.len(), 3);
+        assert!(bodies.iter().all(|b| b.as_ptr() == bodies[0].as_ptr()));
+        assert_eq!(s.counters().tokens_issued, 1);
+        let t_full = token_of(bodies[0], &s);
+        deliver(&mut s, &mut sessions, &out, &[1, 2, 3])?;
+        // Equal bases again: one delta for all; conn 2's ack is lost.
+        s.set(o, HEALTH, &FieldValue::Int(40))?;
+        let out = tick_out(&mut s, 50);
+        let bodies: Vec<&bytes::Bytes> = out.values().flatten().collect();
+        assert!(bodies.iter().all(|b| b.as_ptr() == bodies[0].as_ptr()));
+        assert_eq!(base_of(&s, SHIP, bodies[0]), BunchBase::Delta(t_full));
+        let t2 = token_of(bodies[0], &s);
+        deliver(&mut s, &mut sessions, &out, &[1, 3])?;
+        // Two bases now: conns 1 and 3 share a delta on t2, conn 2 gets its
+        // own cumulative delta on the full, with its own newer token.
+        s.set(o, TAG, &FieldValue::Bytes(b"two".to_vec()))?;
+        let out = tick_out(&mut s, 100);
+        let one = out.get(&1).ok_or("conn 1")?;
+        let two = out.get(&2).ok_or("conn 2")?;
+        let three = out.get(&3).ok_or("conn 3")?;
+        assert_eq!(one[0].as_ptr(), three[0].as_ptr(), "shared by equal bases");
+        assert_eq!(base_of(&s, SHIP, &one[0]), BunchBase::Delta(t2));
+        assert_eq!(base_of(&s, SHIP, &two[0]), BunchBase::Delta(t_full));
+        let lagging = DeltaBunch::decode(&two[0], s.class(SHIP).ok_or("class")?.current())?;
+        let fields: Vec<u16> = lagging.values.iter().map(|(f, _)| *f).collect();
+        assert_eq!(fields, vec![HEALTH, TAG], "cumulative against its own base");
+        assert!(token_of(&two[0], &s) > t2 && token_of(&one[0], &s) > t2);
+        assert_ne!(token_of(&two[0], &s), token_of(&one[0], &s));
+        assert_eq!(s.counters().tokens_issued, 4);
+        deliver(&mut s, &mut sessions, &out, &[1, 2, 3])?;
+        for (i, session) in sessions.iter().enumerate() {
+            assert_converged(&s, i as u64 + 1, session);
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn owner_and_peers_get_their_own_bunches() -> TestResult {
+    let mut s = server(AuthorityConfig::default());
+    for c in 1..=3 {
+        s.connect(c, false, 0);
+    }
+    let o = s.spawn(SHIP, 0, Some(1), false)?;
+    s.set(o, AMMO, &FieldValue::Int(9))?;
+    let out = tick_out(&mut s, 0);
+    let (own, p2, p3) = (&out[&1][0], &out[&2][0], &out[&3][0]);
+    assert_eq!(p2.as_ptr(), p3.as_ptr(), "peers share");
+    assert_ne!(own, p2, "the owner's view differs (OwnerOnly ammo)");
+    let mut sessions: Vec<NetworkPeerSession> = (0..3).map(|_| ship_session(&s)).collect();
+    deliver(&mut s, &mut sessions, &out, &[1, 2, 3])?;
+    for (i, session) in sessions.iter().enumerate() {
+        assert_converged(&s, i as u64 + 1, session);
+    }
+    Ok(())
+}
