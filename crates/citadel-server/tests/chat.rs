@@ -13,6 +13,8 @@ mod common;
 mod crash;
 #[path = "chat/lossless.rs"]
 mod lossless;
+#[path = "chat/revocation.rs"]
+mod revocation;
 #[path = "chat/support.rs"]
 mod support;
 

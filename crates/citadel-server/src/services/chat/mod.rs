@@ -17,9 +17,11 @@
 //! Presence and typing are node-local and never stored.
 //!
 //! Revocation: leaving the gateway room (the connection's place hook),
-//! disconnect, and a periodic re-authorisation sweep
-//! (`chat.reauthorize_interval_ms`) that catches an unfriend, a block, a
-//! group kick/leave/delete or a move made elsewhere.
+//! disconnect, the friends and groups services' immediate hooks
+//! ([`revocations::ChatRevocations`]: unfriend, block, kick, leave, group
+//! deletion, before their call returns), and a periodic re-authorisation
+//! sweep (`chat.reauthorize_interval_ms`), the backstop that catches such a
+//! change made on another node.
 //!
 //! What it is not: no transport, and no cross-node fan-out (the outbox's
 //! [`outbox::RemoteDestinations`] seam is where the cluster adds it).
@@ -30,6 +32,7 @@ pub mod events;
 pub mod limits;
 pub mod outbox;
 pub mod registry;
+pub mod revocations;
 pub mod rpc;
 
 use std::sync::{Arc, Mutex};
@@ -300,6 +303,11 @@ impl ChatService {
     /// are revoked.
     pub fn handle_place_change(&self, participant_id: u64, place: Place) {
         self.registry.place_changed(participant_id, place);
+    }
+
+    fn revoke(&self, target: Target, user: Option<&str>) {
+        let channel_id = target.record(&self.room_key).channel_id;
+        self.registry.revoke_channel(&channel_id, user);
     }
 
     /// The connection ended: its subscriptions go.
@@ -773,6 +781,20 @@ impl ChatService {
             _ = consume => {}
             _ = ticks => {}
         }
+    }
+}
+
+impl revocations::ChatRevocations for ChatService {
+    fn friendship_ended(&self, a: &str, b: &str) {
+        self.revoke(Target::direct(a, b), None);
+    }
+
+    fn membership_ended(&self, group: u64, user: &str) {
+        self.revoke(Target::Group(group), Some(user));
+    }
+
+    fn group_deleted(&self, group: u64) {
+        self.revoke(Target::Group(group), None);
     }
 }
 
