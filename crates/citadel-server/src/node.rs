@@ -236,18 +236,6 @@ impl NodeBuilder {
             metrics.clone(),
         ));
         crate::services::notifications::rpc::register(&rpc, &notifications);
-        let friends = Arc::new(FriendService::new(
-            accounts.store().clone(),
-            config.friends.clone(),
-            metrics.clone(),
-        ));
-        crate::services::friends::register(&rpc, &friends);
-        let groups = Arc::new(GroupService::new(
-            accounts.store().clone(),
-            config.groups.clone(),
-            metrics.clone(),
-        ));
-        crate::services::groups::rpc::register(&rpc, &groups);
         let chat = Arc::new(crate::services::chat::ChatService::new(
             accounts.store().clone(),
             realm.clone(),
@@ -257,6 +245,27 @@ impl NodeBuilder {
             &config.server.node_id,
         ));
         crate::services::chat::rpc::register(&rpc, &chat);
+        // Unfriends, blocks, kicks, leaves and deletions revoke chat at once.
+        let revocations: Arc<dyn crate::services::chat::revocations::ChatRevocations> =
+            chat.clone();
+        let friends = Arc::new(
+            FriendService::new(
+                accounts.store().clone(),
+                config.friends.clone(),
+                metrics.clone(),
+            )
+            .with_revocations(revocations.clone()),
+        );
+        crate::services::friends::register(&rpc, &friends);
+        let groups = Arc::new(
+            GroupService::new(
+                accounts.store().clone(),
+                config.groups.clone(),
+                metrics.clone(),
+            )
+            .with_revocations(revocations),
+        );
+        crate::services::groups::rpc::register(&rpc, &groups);
         let parties = Arc::new(Parties::new(config.party.clone()));
         let matchmaker = Arc::new(Matchmaker::new(
             config.matchmaker.clone(),

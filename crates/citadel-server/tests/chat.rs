@@ -13,6 +13,8 @@ mod common;
 mod crash;
 #[path = "chat/lossless.rs"]
 mod lossless;
+#[path = "chat/revocation.rs"]
+mod revocation;
 #[path = "chat/support.rs"]
 mod support;
 
@@ -670,6 +672,31 @@ async fn limits_and_windows(url: &str, tag: &str) {
             .await,
         Err("CHAT_RATE_LIMITED".into())
     );
+    // chat.send charges inside its commit transaction: refused, nothing kept.
+    let stored = || async {
+        let store = two.shared().accounts.store();
+        store
+            .chat_history(&ch2, None, 200)
+            .await
+            .unwrap()
+            .items
+            .len()
+    };
+    let before = stored().await;
+    let failed = || {
+        two.shared()
+            .metrics
+            .service_events(citadel_server::metrics::ServiceEvent::ChatRateLimitStorageFailed)
+    };
+    let failures = failed();
+    assert_eq!(
+        there
+            .rpc("chat.send", json!({"channel_id": ch2, "content": "no"}))
+            .await,
+        Err("CHAT_RATE_LIMITED".into())
+    );
+    assert_eq!(stored().await, before);
+    assert_eq!(failed(), failures + 1, "refused for the storage failure");
     assert!(
         one.shared()
             .metrics

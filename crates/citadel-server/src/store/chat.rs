@@ -4,8 +4,9 @@
 //!
 //! What it is not: no authorisation, content or window rule (see
 //! `crate::services::chat`). Call order: [`ChatStore::chat_open_channel`]
-//! once per join → [`ChatStore::chat_commit`] per mutation (message, event
-//! and outbox row in ONE transaction) → [`ChatStore::chat_ack_outbox`] once
+//! once per join → [`ChatStore::chat_commit`] per mutation (the rate
+//! windows it carries, the message, its event and outbox row in ONE
+//! transaction) → [`ChatStore::chat_ack_outbox`] once
 //! delivered; [`ChatStore::chat_expire_outbox`] drops rows past their
 //! retry window.
 
@@ -130,6 +131,10 @@ pub struct ChatCommit {
     pub max_outbox_rows: u32,
     /// The event JSON encoder.
     pub encode: EventEncoder,
+    /// `[chat.limits]` windows charged in the commit's own transaction
+    /// (all or none, and only if the change commits); empty for changes
+    /// the service charged beforehand.
+    pub charges: Vec<super::RateCharge>,
 }
 
 /// What a commit did.
@@ -150,6 +155,12 @@ pub enum Committed {
     Stale,
     /// The outbox holds `max_outbox_rows` undelivered rows.
     OutboxFull,
+    /// A window of [`ChatCommit::charges`] is at its limit; nothing was
+    /// charged or committed.
+    RateLimited,
+    /// The windows of [`ChatCommit::charges`] could not be read or written;
+    /// nothing was committed (the action fails closed).
+    RateUnavailable,
 }
 
 /// One page of history.

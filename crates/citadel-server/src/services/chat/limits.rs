@@ -2,7 +2,10 @@
 //! `chat_rate_windows` (one row per hashed rule and key, shared by every
 //! node on the database). Keys are hashed with
 //! their rule name. All rules of one action are charged together or not at
-//! all; a storage failure refuses the action (fail closed).
+//! all; a storage failure refuses the action (fail closed). `chat.send`'s
+//! rules are charged inside the message's commit transaction
+//! ([`Limiter::charges`] → the group committer), every other action's in
+//! one statement of its own ([`Limiter::charge`]).
 //!
 //! What it is not: no in-memory fallback, and no retry hint.
 
@@ -89,17 +92,16 @@ impl Limiter {
         }
     }
 
-    /// Charges `action` for `user` (`None`: a trusted script, charged only
-    /// the per-channel rules) in `channel` at `now` (Unix ms).
-    pub async fn charge(
+    /// The windows `action` charges for `user` (`None`: a trusted script,
+    /// charged only the per-channel rules) in `channel` at `now` (Unix ms).
+    pub fn charges(
         &self,
         action: Action,
         user: Option<&str>,
         channel: &str,
         now: i64,
-    ) -> Result<(), ChatError> {
-        let charges: Vec<RateCharge> = self
-            .rules(action)
+    ) -> Vec<RateCharge> {
+        self.rules(action)
             .into_iter()
             .filter_map(|(name, rule, key)| {
                 let key = match (key, user) {
@@ -115,22 +117,41 @@ impl Limiter {
                     limit: rule.limit,
                 })
             })
-            .collect();
+            .collect()
+    }
+
+    /// Charges `action` now, in its own statement (see [`Self::charges`]).
+    pub async fn charge(
+        &self,
+        action: Action,
+        user: Option<&str>,
+        channel: &str,
+        now: i64,
+    ) -> Result<(), ChatError> {
+        let charges = self.charges(action, user, channel, now);
         if charges.is_empty() {
             return Ok(());
         }
         match self.store.chat_charge(charges).await {
             Ok(true) => Ok(()),
-            Ok(false) => {
-                self.metrics.service_event(ServiceEvent::ChatRateLimited);
-                Err(ChatError::RateLimited)
-            }
+            Ok(false) => Err(self.limited()),
             Err(err) => {
                 tracing::warn!(error = %err, "chat rate limit storage failed; refusing");
-                self.metrics
-                    .service_event(ServiceEvent::ChatRateLimitStorageFailed);
-                Err(ChatError::RateLimited)
+                Err(self.unavailable())
             }
         }
+    }
+
+    /// A window at its limit (counted).
+    pub fn limited(&self) -> ChatError {
+        self.metrics.service_event(ServiceEvent::ChatRateLimited);
+        ChatError::RateLimited
+    }
+
+    /// The windows' storage failed: refused (counted).
+    pub fn unavailable(&self) -> ChatError {
+        self.metrics
+            .service_event(ServiceEvent::ChatRateLimitStorageFailed);
+        ChatError::RateLimited
     }
 }

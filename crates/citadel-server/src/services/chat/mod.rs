@@ -6,9 +6,10 @@
 //! order of every operation: parse ([`rpc`]) → the connection's live
 //! subscription (`CHAT_NOT_SUBSCRIBED`) → re-authorise the target now
 //! ([`channel::Authority`]; a failure revokes the subscription and answers
-//! `CHAT_UNAVAILABLE`) → charge the `[chat.limits]` rules ([`limits`], fail
-//! closed) → validate → the group committer (concurrent commits share one
-//! store call; each mutation + its event + its outbox row are in ONE
+//! `CHAT_UNAVAILABLE`) → validate and charge the `[chat.limits]` rules
+//! ([`limits`], fail closed; `chat.send`'s are charged inside its commit
+//! transaction) → the group committer (concurrent commits share one store
+//! call; each mutation + its event + its outbox row are in ONE
 //! transaction) → [`outbox::Outbox::dispatch`], in event order: live delivery
 //! through the router to this node's subscribers, then the row's
 //! acknowledgement. A dropped live copy flags the subscription for
@@ -16,9 +17,11 @@
 //! Presence and typing are node-local and never stored.
 //!
 //! Revocation: leaving the gateway room (the connection's place hook),
-//! disconnect, and a periodic re-authorisation sweep
-//! (`chat.reauthorize_interval_ms`) that catches an unfriend, a block, a
-//! group kick/leave/delete or a move made elsewhere.
+//! disconnect, the friends and groups services' immediate hooks
+//! ([`revocations::ChatRevocations`]: unfriend, block, kick, leave, group
+//! deletion, before their call returns), and a periodic re-authorisation
+//! sweep (`chat.reauthorize_interval_ms`), the backstop that catches such a
+//! change made on another node.
 //!
 //! What it is not: no transport, and no cross-node fan-out (the outbox's
 //! [`outbox::RemoteDestinations`] seam is where the cluster adds it).
@@ -29,6 +32,7 @@ pub mod events;
 pub mod limits;
 pub mod outbox;
 pub mod registry;
+pub mod revocations;
 pub mod rpc;
 
 use std::sync::{Arc, Mutex};
@@ -54,7 +58,8 @@ use crate::rpc::{AUTHENTICATION_REQUIRED, INVALID_JSON_BODY, RpcError};
 use crate::services::accounts::now_ms;
 use crate::services::tokens::sha256_hex;
 use crate::store::{
-    ChatChange, ChatCommit, Committed, MessageRecord, ModerationAudit, Standing, Store, StoreError,
+    ChatChange, ChatCommit, Committed, MessageRecord, ModerationAudit, RateCharge, Standing, Store,
+    StoreError,
 };
 
 /// Error codes of the chat RPCs (the RPC error message; docs/chat.md).
@@ -300,6 +305,11 @@ impl ChatService {
         self.registry.place_changed(participant_id, place);
     }
 
+    fn revoke(&self, target: Target, user: Option<&str>) {
+        let channel_id = target.record(&self.room_key).channel_id;
+        self.registry.revoke_channel(&channel_id, user);
+    }
+
     /// The connection ended: its subscriptions go.
     pub fn handle_disconnect(&self, participant_id: u64) {
         self.registry.disconnect(participant_id);
@@ -422,6 +432,7 @@ impl ChatService {
         &self,
         channel_id: &str,
         change: ChatChange,
+        charges: Vec<RateCharge>,
     ) -> Result<(u64, MessageRecord), ChatError> {
         let now = now_u64();
         let commit = ChatCommit {
@@ -431,6 +442,7 @@ impl ChatService {
             outbox_expires_at: now + self.config.outbox_retry_ms,
             max_outbox_rows: self.config.max_outbox_rows,
             encode: events::durable_json,
+            charges,
         };
         let stopped = || ChatError::Store(StoreError::Database("chat committer stopped".into()));
         let (reply, answer) = oneshot::channel();
@@ -445,6 +457,8 @@ impl ChatService {
             Committed::Missing => Err(ChatError::NotFound),
             Committed::Stale => Err(ChatError::Conflict),
             Committed::OutboxFull => Err(ChatError::Busy),
+            Committed::RateLimited => Err(self.limiter.limited()),
+            Committed::RateUnavailable => Err(self.limiter.unavailable()),
         }
     }
 
@@ -504,13 +518,17 @@ impl ChatService {
         channel_id: &str,
         content: &str,
     ) -> Result<Value, ChatError> {
-        self.admit(caller, channel_id, Some(content), Action::Send)
-            .await?;
+        self.access(caller, channel_id).await?;
+        check_content(content, self.config.max_content_bytes)?;
+        let user = caller.participant.map(|_| caller.user.as_str());
+        let charges = self
+            .limiter
+            .charges(Action::Send, user, channel_id, now_ms());
         let change = ChatChange::Create {
             sender: caller.user.clone(),
             content: content.to_owned(),
         };
-        self.commit_message(channel_id, change).await
+        self.commit_message(channel_id, change, charges).await
     }
 
     /// The gate of a channel operation, in this order: access, the content
@@ -534,8 +552,9 @@ impl ChatService {
         &self,
         channel_id: &str,
         change: ChatChange,
+        charges: Vec<RateCharge>,
     ) -> Result<Value, ChatError> {
-        let (event_id, message) = self.commit(channel_id, change).await?;
+        let (event_id, message) = self.commit(channel_id, change, charges).await?;
         Ok(json!({ "message": events::message_json(&message), "event_id": event_id }))
     }
 
@@ -624,7 +643,7 @@ impl ChatService {
             expected_revision: old.revision,
             content: content.to_owned(),
         };
-        self.commit_message(channel_id, change).await
+        self.commit_message(channel_id, change, Vec::new()).await
     }
 
     /// `chat.delete {channel_id, message_id}`.
@@ -653,7 +672,7 @@ impl ChatService {
             expected_revision: old.revision,
             audit,
         };
-        let (event_id, _) = self.commit(channel_id, change).await?;
+        let (event_id, _) = self.commit(channel_id, change, Vec::new()).await?;
         Ok(json!({ "message_id": old.message_id, "deleted": true, "event_id": event_id }))
     }
 
@@ -762,6 +781,20 @@ impl ChatService {
             _ = consume => {}
             _ = ticks => {}
         }
+    }
+}
+
+impl revocations::ChatRevocations for ChatService {
+    fn friendship_ended(&self, a: &str, b: &str) {
+        self.revoke(Target::direct(a, b), None);
+    }
+
+    fn membership_ended(&self, group: u64, user: &str) {
+        self.revoke(Target::Group(group), Some(user));
+    }
+
+    fn group_deleted(&self, group: u64) {
+        self.revoke(Target::Group(group), None);
     }
 }
 

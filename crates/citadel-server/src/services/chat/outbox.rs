@@ -6,7 +6,8 @@
 //! subscribers at once (source node first) and hands the row to the
 //! consumer → [`Outbox::consume`] asks every [`RemoteDestinations`] for a
 //! result; when all are terminal (`Delivered`, `Stale`, `Unknown`) the row is
-//! acknowledged (deleted, in batches); a `Retry` keeps it until its
+//! acknowledged (deleted, in batches coalesced over at most [`ACK_DELAY`],
+//! so acknowledgements rarely compete with commits for the writer); a `Retry` keeps it until its
 //! `expires_at` (after that history is the only recovery path). A row whose
 //! acknowledgement is lost (crash, full queue) simply expires.
 //!
@@ -16,6 +17,9 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use tokio::sync::mpsc;
 
@@ -79,6 +83,15 @@ impl RemoteDestinations for NoRemote {
 /// skipped (the row then expires).
 pub const CONSUMER_QUEUE: usize = 65_536;
 
+/// Longest wait of a terminal row for its acknowledgement.
+pub const ACK_DELAY: Duration = Duration::from_millis(50);
+
+/// Rows one consumer step takes, and acknowledgements written at once.
+pub const ACK_BATCH: usize = 512;
+
+/// Wait before a retryable row is offered to its destinations again.
+const RETRY_DELAY: Duration = Duration::from_millis(100);
+
 /// Live delivery after commit.
 pub struct Outbox {
     registry: Arc<Registry>,
@@ -96,6 +109,12 @@ impl std::fmt::Debug for Outbox {
 pub struct Consumer {
     queue: mpsc::Receiver<OutboxEvent>,
     retry: VecDeque<OutboxEvent>,
+    /// When the retryable rows are offered again.
+    retry_due: Option<Instant>,
+    /// Terminal rows not yet acknowledged.
+    acks: Vec<(String, u64)>,
+    /// When `acks` are written at the latest.
+    ack_due: Option<Instant>,
 }
 
 impl Outbox {
@@ -111,6 +130,9 @@ impl Outbox {
             Consumer {
                 queue: rx,
                 retry: VecDeque::new(),
+                retry_due: None,
+                acks: Vec::new(),
+                ack_due: None,
             },
         )
     }
@@ -126,51 +148,83 @@ impl Outbox {
         }
     }
 
-    /// Runs one consumer step: takes what is queued (waiting for at least
-    /// one row unless retries are pending), asks the remote destinations,
-    /// acknowledges terminal rows and keeps retryable ones until they
-    /// expire. Returns false once the queue is closed and drained.
+    /// Runs one consumer step: waits for a row (or the next retry or
+    /// acknowledgement deadline), asks the remote destinations about what
+    /// is queued and due, keeps retryable rows until they expire, and
+    /// acknowledges terminal rows in coalesced batches: the first pending
+    /// acknowledgement waits at most [`ACK_DELAY`], a batch reaching
+    /// [`ACK_BATCH`] goes at once, so acknowledgements take a few writer
+    /// transactions a second instead of one per commit. Returns false once
+    /// the queue is closed and drained (pending acknowledgements written).
     pub async fn consume(
         consumer: &mut Consumer,
         store: &Arc<dyn Store>,
         remote: &Arc<dyn RemoteDestinations>,
         metrics: &Metrics,
     ) -> bool {
-        if !consumer.retry.is_empty() {
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-        let mut batch: Vec<OutboxEvent> = consumer.retry.drain(..).collect();
-        if batch.is_empty() {
-            match consumer.queue.recv().await {
-                Some(first) => batch.push(first),
-                None => return false,
+        let deadline = match (consumer.retry_due, consumer.ack_due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let mut batch = Vec::new();
+        let first = match deadline {
+            None => consumer.queue.recv().await.map(Some),
+            Some(due) => tokio::select! {
+                got = consumer.queue.recv() => got.map(Some),
+                _ = tokio::time::sleep_until(due) => Some(None),
+            },
+        };
+        match first {
+            Some(Some(event)) => batch.push(event),
+            Some(None) => {}
+            None => {
+                Self::flush(consumer, store, metrics).await;
+                return false;
             }
         }
-        while batch.len() < 512 {
+        let now = Instant::now();
+        if consumer.retry_due.is_some_and(|due| due <= now) {
+            consumer.retry_due = None;
+            batch.extend(consumer.retry.drain(..));
+        }
+        while batch.len() < ACK_BATCH {
             match consumer.queue.try_recv() {
                 Ok(next) => batch.push(next),
                 Err(_) => break,
             }
         }
-        let now = u64::try_from(now_ms()).unwrap_or(0);
-        let mut acks = Vec::with_capacity(batch.len());
+        let now_unix = u64::try_from(now_ms()).unwrap_or(0);
         for event in batch {
             let answers = remote.deliver(&event).await;
             if answers.iter().all(|a| a.is_terminal()) {
-                acks.push((event.channel_id, event.event_id));
-            } else if event.expires_at > now {
+                consumer.acks.push((event.channel_id, event.event_id));
+            } else if event.expires_at > now_unix {
                 consumer.retry.push_back(event);
+                consumer.retry_due.get_or_insert(now + RETRY_DELAY);
             }
         }
-        if !acks.is_empty() {
-            match store.chat_ack_outbox(acks).await {
-                Ok(n) => metrics.service_n(ServiceEvent::ChatOutboxAcked, n),
-                Err(err) => {
-                    tracing::warn!(error = %err, "chat outbox acknowledgement failed; rows will expire")
-                }
+        if !consumer.acks.is_empty() {
+            let due = *consumer.ack_due.get_or_insert(now + ACK_DELAY);
+            if consumer.acks.len() >= ACK_BATCH || due <= Instant::now() {
+                Self::flush(consumer, store, metrics).await;
             }
         }
         true
+    }
+
+    /// Writes the pending acknowledgements (one store call).
+    async fn flush(consumer: &mut Consumer, store: &Arc<dyn Store>, metrics: &Metrics) {
+        consumer.ack_due = None;
+        if consumer.acks.is_empty() {
+            return;
+        }
+        let acks = std::mem::take(&mut consumer.acks);
+        match store.chat_ack_outbox(acks).await {
+            Ok(n) => metrics.service_n(ServiceEvent::ChatOutboxAcked, n),
+            Err(err) => {
+                tracing::warn!(error = %err, "chat outbox acknowledgement failed; rows will expire")
+            }
+        }
     }
 
     /// The metrics handle (for the service).

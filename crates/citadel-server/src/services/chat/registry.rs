@@ -213,7 +213,16 @@ impl Registry {
     /// Removes one subscription: `presence.leave` to the others, and
     /// `access.revoked` to the subscriber itself when `revoked`.
     pub fn remove(&self, channel_id: &str, participant_id: u64, revoked: bool) -> bool {
-        let mut st = self.lock();
+        self.remove_in(&mut self.lock(), channel_id, participant_id, revoked)
+    }
+
+    fn remove_in(
+        &self,
+        st: &mut State,
+        channel_id: &str,
+        participant_id: u64,
+        revoked: bool,
+    ) -> bool {
         let Some(channel) = st.channels.get_mut(channel_id) else {
             return false;
         };
@@ -241,6 +250,22 @@ impl Registry {
             }
         }
         true
+    }
+
+    /// Revokes every subscription of `channel_id` (of `user` only, when
+    /// given): `access.revoked` to each, `presence.leave` to the others.
+    pub fn revoke_channel(&self, channel_id: &str, user: Option<&str>) {
+        let mut st = self.lock();
+        let affected: Vec<u64> = st.channels.get(channel_id).map_or_else(Vec::new, |c| {
+            c.subs
+                .iter()
+                .filter(|(_, s)| user.is_none_or(|u| s.presence.user_id == u))
+                .map(|(pid, _)| *pid)
+                .collect()
+        });
+        for pid in affected {
+            self.remove_in(&mut st, channel_id, pid, true);
+        }
     }
 
     fn channels_of(&self, participant_id: u64) -> Vec<(String, Target)> {

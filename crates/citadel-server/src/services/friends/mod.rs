@@ -17,6 +17,7 @@ use serde_json::json;
 use crate::metrics::{Metrics, ServiceEvent};
 use crate::rpc::{AUTHENTICATION_REQUIRED, RpcContext, RpcError, RpcRegistry};
 use crate::services::accounts::now_ms;
+use crate::services::chat::revocations::{self, ChatRevocations};
 use crate::services::notifications::rpc::parse_payload;
 use crate::store::{AddOutcome, FriendState, Store, StoreError};
 
@@ -64,6 +65,7 @@ pub struct FriendService {
     store: Arc<dyn Store>,
     config: FriendsConfig,
     metrics: Arc<Metrics>,
+    revocations: Arc<dyn ChatRevocations>,
 }
 
 impl std::fmt::Debug for FriendService {
@@ -83,7 +85,14 @@ impl FriendService {
             store,
             config,
             metrics,
+            revocations: revocations::none(),
         }
+    }
+
+    /// Reports every unfriend and block to chat before the call returns.
+    pub fn with_revocations(mut self, revocations: Arc<dyn ChatRevocations>) -> Self {
+        self.revocations = revocations;
+        self
     }
 
     /// Whether `a` and `b` are friends and neither blocks the other.
@@ -119,6 +128,9 @@ impl FriendService {
             .friend_remove(actor, other)
             .await
             .map_err(storage)?;
+        if removed {
+            self.revocations.friendship_ended(actor, other);
+        }
         Ok(json!({ "user_id": other, "removed": removed }))
     }
 
@@ -134,6 +146,7 @@ impl FriendService {
         {
             return Err(RpcError::Client(UNAVAILABLE));
         }
+        self.revocations.friendship_ended(actor, other);
         Ok(json!({ "user_id": other, "state": FriendState::Blocked.as_str() }))
     }
 

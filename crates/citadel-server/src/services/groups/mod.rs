@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use crate::metrics::{Metrics, ServiceEvent};
 use crate::rpc::RpcError;
 use crate::services::accounts::now_ms;
+use crate::services::chat::revocations::{self, ChatRevocations};
 use crate::store::{
     GroupOutcome, GroupRecord, GroupUpdate, Standing, StandingChange, Store, StoreError,
 };
@@ -123,6 +124,7 @@ pub struct GroupService {
     store: Arc<dyn Store>,
     config: GroupsConfig,
     metrics: Arc<Metrics>,
+    revocations: Arc<dyn ChatRevocations>,
 }
 
 impl std::fmt::Debug for GroupService {
@@ -180,7 +182,15 @@ impl GroupService {
             store,
             config,
             metrics,
+            revocations: revocations::none(),
         }
+    }
+
+    /// Reports every kick, leave and deletion to chat before the call
+    /// returns.
+    pub fn with_revocations(mut self, revocations: Arc<dyn ChatRevocations>) -> Self {
+        self.revocations = revocations;
+        self
     }
 
     /// Whether `user` holds a role (not a pending admission) in the group.
@@ -456,6 +466,7 @@ impl GroupService {
             .await
             .map_err(storage)?;
         self.applied(outcome)?;
+        self.revocations.group_deleted(group_id);
         self.metrics.service_event(ServiceEvent::GroupsDeleted);
         Ok(json!({ "group_id": group_id, "deleted": true }))
     }
@@ -488,7 +499,9 @@ impl GroupService {
         if current.is_none() {
             return Err(RpcError::Client(message::NOT_A_MEMBER));
         }
-        self.change(group_id, actor, current, None, None).await
+        let left = self.change(group_id, actor, current, None, None).await?;
+        self.revocations.membership_ended(group_id, actor);
+        Ok(left)
     }
 
     /// `groups.kick`: admins remove members and pending admissions;
@@ -506,8 +519,11 @@ impl GroupService {
             Some(Standing::Admin) => Standing::Superadmin,
             Some(_) => Standing::Admin,
         };
-        self.change(group_id, &user_id, current, None, Some((actor, needed)))
-            .await
+        let kicked = self
+            .change(group_id, &user_id, current, None, Some((actor, needed)))
+            .await?;
+        self.revocations.membership_ended(group_id, &user_id);
+        Ok(kicked)
     }
 
     /// `groups.promote` (superadmins): member to admin, admin to superadmin.

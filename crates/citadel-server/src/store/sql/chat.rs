@@ -4,6 +4,8 @@
 //! the message (and the replaced revision), the event log row, the bounded
 //! outbox row and, for moderation, the audit row.
 
+use std::collections::BTreeMap;
+
 use super::{Pool, SqlStore};
 use crate::store::chat::{
     AuditRecord, ChannelRecord, ChatChange, ChatCommit, ChatStore, Committed, EventType,
@@ -139,6 +141,138 @@ fn target_of(change: &ChatChange) -> Option<u64> {
     }
 }
 
+/// The `[chat.limits]` windows of one transaction's commits, as that
+/// transaction found them: each distinct key once, in key order (one lock
+/// order for every node), at the newest window start any commit named.
+#[derive(Debug, Default)]
+struct Windows {
+    /// key → (window start, count, charged by this transaction).
+    keys: BTreeMap<String, (i64, i64, bool)>,
+}
+
+impl Windows {
+    /// The keys `commits` charge (none: nothing to read).
+    fn of<'a>(commits: impl IntoIterator<Item = &'a ChatCommit>) -> Self {
+        let mut keys: BTreeMap<String, (i64, i64, bool)> = BTreeMap::new();
+        for charge in commits.into_iter().flat_map(|c| &c.charges) {
+            let entry =
+                keys.entry(charge.key_hash.clone())
+                    .or_insert((charge.window_start, 0, false));
+            entry.0 = entry.0.max(charge.window_start);
+        }
+        Windows { keys }
+    }
+
+    /// Applies the counts the upsert returned.
+    fn found(&mut self, rows: Vec<(String, i64)>) {
+        for (key, count) in rows {
+            if let Some(entry) = self.keys.get_mut(&key) {
+                entry.1 = count;
+            }
+        }
+    }
+
+    /// Counts `charges` if every one stays within its limit; else counts
+    /// none and answers false.
+    fn admit(&mut self, charges: &[RateCharge]) -> bool {
+        let fits = charges.iter().all(|c| {
+            self.keys
+                .get(&c.key_hash)
+                .is_some_and(|e| e.1 < i64::from(c.limit))
+        });
+        if fits {
+            for c in charges {
+                if let Some(entry) = self.keys.get_mut(&c.key_hash) {
+                    entry.1 += 1;
+                    entry.2 = true;
+                }
+            }
+        }
+        fits
+    }
+
+    /// Creates missing rows and restarts those whose window is older (count
+    /// 0), locking them until the transaction ends; returns every count.
+    fn read_sql(&self) -> String {
+        let values: Vec<String> = (0..self.keys.len())
+            .map(|k| format!("(${}, ${}, 0)", 2 * k + 1, 2 * k + 2))
+            .collect();
+        format!(
+            "INSERT INTO chat_rate_windows (key_hash, window_start, count) VALUES {} \
+             ON CONFLICT (key_hash) DO UPDATE SET \
+             count = CASE WHEN chat_rate_windows.window_start = excluded.window_start \
+                          THEN chat_rate_windows.count ELSE 0 END, \
+             window_start = excluded.window_start \
+             RETURNING key_hash, count",
+            values.join(", ")
+        )
+    }
+
+    /// The charged keys with their new counts.
+    fn charged(&self) -> Vec<(&str, i64)> {
+        self.keys
+            .iter()
+            .filter(|(_, e)| e.2)
+            .map(|(k, e)| (k.as_str(), e.1))
+            .collect()
+    }
+
+    /// Writes the counts of `charged` keys.
+    fn write_sql(charged: usize) -> String {
+        let cases: Vec<String> = (0..charged)
+            .map(|k| format!("WHEN ${} THEN ${}", 2 * k + 1, 2 * k + 2))
+            .collect();
+        let keys: Vec<String> = (0..charged)
+            .map(|k| format!("${}", 2 * charged + k + 1))
+            .collect();
+        format!(
+            "UPDATE chat_rate_windows SET count = CASE key_hash {} ELSE count END \
+             WHERE key_hash IN ({})",
+            cases.join(" "),
+            keys.join(", ")
+        )
+    }
+}
+
+/// Reads (and locks) the windows of `$w` in transaction `$tx`; a storage
+/// failure rolls back and returns `$refused` from the enclosing function.
+macro_rules! read_windows {
+    ($tx:expr, $w:expr, $refused:expr) => {
+        if !$w.keys.is_empty() {
+            let sql = $w.read_sql();
+            let mut q = sqlx::query_as(sqlx::AssertSqlSafe(sql));
+            for (key, entry) in &$w.keys {
+                q = q.bind(key.clone()).bind(entry.0);
+            }
+            match q.fetch_all(&mut *$tx).await {
+                Ok(rows) => $w.found(rows),
+                Err(err) => {
+                    tracing::warn!(error = %err, "chat rate windows unavailable; refusing");
+                    $tx.rollback().await?;
+                    return Ok($refused);
+                }
+            }
+        }
+    };
+}
+
+/// Writes the counts `$w` charged, in transaction `$tx`.
+macro_rules! write_windows {
+    ($tx:expr, $w:expr) => {
+        let charged = $w.charged();
+        if !charged.is_empty() {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(Windows::write_sql(charged.len())));
+            for (key, count) in &charged {
+                q = q.bind(key.to_string()).bind(*count);
+            }
+            for (key, _) in &charged {
+                q = q.bind(key.to_string());
+            }
+            q.execute(&mut *$tx).await?;
+        }
+    };
+}
+
 /// The one commit transaction (see the module doc).
 async fn commit(pool: &Pool, c: &ChatCommit) -> StoreResult<Committed> {
     let select =
@@ -148,8 +282,15 @@ async fn commit(pool: &Pool, c: &ChatCommit) -> StoreResult<Committed> {
         ChatChange::Tombstone { audit, .. } => audit.clone(),
         _ => None,
     };
+    let mut windows = Windows::of([c]);
     let done = with_pool!(pool, p => {
         let mut tx = p.begin().await?;
+        read_windows!(tx, windows, Committed::RateUnavailable);
+        if !windows.admit(&c.charges) {
+            tx.rollback().await?;
+            return Ok(Committed::RateLimited);
+        }
+        write_windows!(tx, windows);
         let bumped: Option<(i64,)> = sqlx::query_as(
             "UPDATE chat_channels SET last_event_id = last_event_id + 1 \
              WHERE channel_id = $1 RETURNING last_event_id",
@@ -282,17 +423,24 @@ async fn commit(pool: &Pool, c: &ChatCommit) -> StoreResult<Committed> {
 async fn commit_creates(pool: &Pool, commits: &[&ChatCommit]) -> StoreResult<Vec<Committed>> {
     let mut result: Vec<Committed> = vec![Committed::Missing; commits.len()];
     let mut rows: Vec<(usize, u64, Plan, String)> = Vec::new();
+    let mut windows = Windows::of(commits.iter().copied());
     let done = with_pool!(pool, p => {
         let mut tx = p.begin().await?;
+        read_windows!(tx, windows, vec![Committed::RateUnavailable; commits.len()]);
         let (pending,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM chat_outbox")
             .fetch_one(&mut *tx)
             .await?;
         let mut room = i64::from(commits[0].max_outbox_rows) - pending;
-        // Channels in first-seen order, with the commits of each.
+        // Channels in first-seen order, with the commits of each; a commit
+        // is charged only if it commits.
         let mut channels: Vec<(&str, Vec<usize>)> = Vec::new();
         for (k, c) in commits.iter().enumerate() {
             if room <= 0 {
                 result[k] = Committed::OutboxFull;
+                continue;
+            }
+            if !windows.admit(&c.charges) {
+                result[k] = Committed::RateLimited;
                 continue;
             }
             room -= 1;
@@ -301,6 +449,7 @@ async fn commit_creates(pool: &Pool, commits: &[&ChatCommit]) -> StoreResult<Vec
                 None => channels.push((&c.channel_id, vec![k])),
             }
         }
+        write_windows!(tx, windows);
         for (channel_id, ks) in &channels {
             let bumped: Option<(i64,)> = sqlx::query_as(
                 "UPDATE chat_channels SET last_event_id = last_event_id + $1 \
@@ -663,5 +812,48 @@ impl ChatStore for SqlStore {
                 })
                 .collect())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn charge(key: &str, window_start: i64, limit: u32) -> RateCharge {
+        RateCharge {
+            key_hash: key.to_owned(),
+            window_start,
+            limit,
+        }
+    }
+
+    /// In commit order: a commit is counted only if every window has room;
+    /// a refused one counts nothing; only charged keys are written.
+    #[test]
+    fn windows_admit_all_or_none_in_order() {
+        let mut w = Windows::default();
+        for (key, start) in [("user", 10), ("user", 20), ("chan", 20), ("idle", 20)] {
+            let entry = w.keys.entry(key.to_owned()).or_insert((start, 0, false));
+            entry.0 = entry.0.max(start);
+        }
+        assert_eq!(w.keys.get("user").map(|e| e.0), Some(20));
+        w.found(vec![
+            ("user".into(), 1),
+            ("chan".into(), 2),
+            ("idle".into(), 0),
+        ]);
+        let first = [charge("user", 20, 3), charge("chan", 20, 3)];
+        assert!(w.admit(&first));
+        // chan is now at 3 of 3: refused, and user stays at 2.
+        assert!(!w.admit(&first));
+        assert!(w.admit(&[charge("user", 20, 3)]));
+        assert!(!w.admit(&[charge("user", 20, 3)]));
+        // A key the transaction did not read is never admitted.
+        assert!(!w.admit(&[charge("unknown", 20, 100)]));
+        assert!(w.admit(&[]));
+        assert_eq!(w.charged(), vec![("chan", 3), ("user", 3)]);
+        let sql = Windows::write_sql(2);
+        assert!(sql.contains("WHEN $1 THEN $2 WHEN $3 THEN $4"), "{sql}");
+        assert!(sql.ends_with("IN ($5, $6)"), "{sql}");
     }
 }
