@@ -4,8 +4,9 @@
 //! set of every event type, edit/delete windows and tombstones, group
 //! moderation with its redacted audit, the rate limits (durable, shared by
 //! two nodes on one database, failing closed), Lua `citadel.chat_call`, the
-//! lossless resync path (`chat/lossless.rs`) and SIGKILL durability
-//! (`chat/crash.rs`).
+//! lossless resync path (`chat/lossless.rs`), SIGKILL durability
+//! (`chat/crash.rs`), immediate revocation (`chat/revocation.rs`) and chat
+//! over QUIC (`chat/quic.rs`).
 
 mod common;
 
@@ -13,6 +14,8 @@ mod common;
 mod crash;
 #[path = "chat/lossless.rs"]
 mod lossless;
+#[path = "chat/quic.rs"]
+mod quic;
 #[path = "chat/revocation.rs"]
 mod revocation;
 #[path = "chat/support.rs"]
