@@ -116,13 +116,22 @@ impl CitadelConnector {
         })
     }
 
-    /// Registers (or logs in) device `<prefix>-<n>` (username the same);
-    /// returns its access token.
-    pub(crate) async fn device_token(
+    /// The KIND_AUTH token a bot from `source` presents as `auth` says
+    /// (None: guest).
+    pub(crate) async fn token_for(
         &self,
         source: Ipv4Addr,
-        prefix: &str,
-    ) -> anyhow::Result<String> {
+        auth: &AuthMode,
+    ) -> anyhow::Result<Option<String>> {
+        Ok(match auth {
+            AuthMode::Guest => None,
+            AuthMode::Device { prefix } => Some(self.device_token(source, prefix).await?),
+        })
+    }
+
+    /// Registers (or logs in) device `<prefix>-<n>` (username the same);
+    /// returns its access token.
+    async fn device_token(&self, source: Ipv4Addr, prefix: &str) -> anyhow::Result<String> {
         let http = self
             .http
             .context("device auth needs the server's HTTP API (spawned citadel, or --http-url)")?;
@@ -168,10 +177,7 @@ impl Connector for CitadelConnector {
     type Transport = CitadelBot;
 
     async fn connect(&self, source: Ipv4Addr, auth: &AuthMode) -> anyhow::Result<CitadelBot> {
-        let token = match auth {
-            AuthMode::Guest => None,
-            AuthMode::Device { prefix } => Some(self.device_token(source, prefix).await?),
-        };
+        let token = self.token_for(source, auth).await?;
         let stream = tcp_from(source, self.addr).await?;
         let client = WsClient::connect_over(stream, &self.url).await?;
         CitadelBot::authenticated(client, token.as_deref()).await
@@ -186,10 +192,7 @@ impl Connector for CitadelConnector {
     ) -> Option<anyhow::Result<crate::lean::Dialed>> {
         Some(
             async {
-                let token = match auth {
-                    AuthMode::Guest => None,
-                    AuthMode::Device { prefix } => Some(self.device_token(source, prefix).await?),
-                };
+                let token = self.token_for(source, auth).await?;
                 crate::lean::dial::citadel(source, self.addr, token.as_deref(), room, seed).await
             }
             .await,

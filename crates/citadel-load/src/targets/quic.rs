@@ -119,10 +119,7 @@ impl Connector for QuicConnector {
         source: Ipv4Addr,
         auth: &AuthMode,
     ) -> anyhow::Result<CitadelBot<QuicLink>> {
-        let token = match auth {
-            AuthMode::Guest => None,
-            AuthMode::Device { prefix } => Some(self.tokens.device_token(source, prefix).await?),
-        };
+        let token = self.tokens.token_for(source, auth).await?;
         let client = QuicClient::connect(&self.addr, self.trust.clone()).await?;
         CitadelBot::authenticated(client, token.as_deref()).await
     }
