@@ -10,6 +10,7 @@
 pub mod actors;
 pub mod fanout;
 pub mod idle;
+pub mod predicted;
 pub mod rpc;
 pub mod storm;
 

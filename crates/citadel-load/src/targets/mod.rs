@@ -55,6 +55,8 @@ pub struct StartOptions {
     /// Lift Citadel's per-connection message rate limit (rpc-echo measures
     /// RPC throughput, not the 200/s default policy).
     pub lift_rate_limits: bool,
+    /// Config sections appended to a spawned Citadel's generated config.
+    pub extra_config: String,
 }
 
 /// The server under test.
