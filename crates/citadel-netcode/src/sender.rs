@@ -29,6 +29,16 @@ use crate::MAX_SNAPSHOT_DATAGRAM;
 use crate::frame::{Frame, FrameObject};
 use crate::interest::{FrameIndex, Interest, InterestConfig};
 
+/// The priority gain of the client's own predicted object per snapshot:
+/// larger than any other object can accumulate, so among delta entries it
+/// is always fitted first and every snapshot echoes its `last_input_seq`
+/// (full entries still go first, as §3.4 step 7 orders: a newcomer's
+/// first baselines can delay it).
+/// (With a gain of 4 it waited behind objects that had accumulated more:
+/// in a room of 500 the owner's input was acknowledged only every ~5th
+/// snapshot, p50 245 ms from input to acknowledging snapshot.)
+const OWN_GAIN: f32 = 1.0e6;
+
 /// Snapshots a client may have outstanding (unacknowledged) at once.
 pub const RING_CAPACITY: usize = 64;
 
@@ -296,7 +306,7 @@ impl SnapshotSender {
                     continue; // unchanged: its priority is forgotten
                 };
                 let gain = if own {
-                    4.0
+                    OWN_GAIN
                 } else {
                     let distance = viewer.map_or(0.0, |v| {
                         let d = [
