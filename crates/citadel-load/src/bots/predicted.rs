@@ -23,13 +23,12 @@ use citadel_client::WsClient;
 use citadel_client::actors::{self, ActorEvent, ActorView};
 use citadel_client::wire::actor::NaTransform;
 
-use super::{CONNECT_TIMEOUT, Ctx, Sources};
+use super::{Ctx, Sources, guest_in_room, join_bots};
 use crate::procstat;
 use crate::report::{Report, Table, fmt_value};
 use crate::scenario::PredictedInput;
 use crate::stats::Histogram;
 use crate::targets::addr_of_url;
-use crate::targets::citadel::tcp_from;
 use crate::transport::Connector;
 
 /// The archetype the spawned node predicts (see [`server_config`]).
@@ -73,27 +72,13 @@ pub async fn run<C: Connector>(ctx: &mut Ctx<C>, s: &PredictedInput) -> anyhow::
         let (url, sources, shared, gate) =
             (url.clone(), sources.clone(), shared.clone(), gate.clone());
         tasks.push(tokio::spawn(async move {
-            let client = {
-                let _permit = gate.acquire().await;
-                tokio::time::timeout(CONNECT_TIMEOUT, async {
-                    let stream = tcp_from(sources.next(), addr).await?;
-                    let mut client = WsClient::connect_over(stream, &url).await?;
-                    let outcome = client.authenticate(None).await?;
-                    anyhow::ensure!(outcome.is_accepted(), "handshake refused: {outcome:?}");
-                    client.join_or_create_room(&room).await?;
-                    client.wait_for_room_joined().await?;
-                    anyhow::Ok(client)
-                })
-                .await
-            };
-            match client {
-                Ok(Ok(client)) => {
+            match guest_in_room(&gate, sources.next(), addr, &url, &room).await {
+                Ok(client) => {
                     shared.connected.fetch_add(1, Ordering::Relaxed);
                     let spin = (i as f32) * 0.37;
                     bot(client, (measure_from, until), period, spin, &shared).await
                 }
-                Ok(Err(e)) => Err(e),
-                Err(_) => anyhow::bail!("connect timed out"),
+                Err(e) => Err(e),
             }
         }));
     }
@@ -109,21 +94,7 @@ pub async fn run<C: Connector>(ctx: &mut Ctx<C>, s: &PredictedInput) -> anyhow::
         ));
     }
     let after = ctx.server.pid.and_then(procstat::sample);
-    let mut first_error = None;
-    for t in tasks {
-        match tokio::time::timeout(Duration::from_secs(10), t).await {
-            Ok(Ok(Ok(()))) => {}
-            Ok(Ok(Err(e))) => {
-                first_error.get_or_insert(e);
-            }
-            Ok(Err(e)) => {
-                first_error.get_or_insert(anyhow::anyhow!("bot task: {e}"));
-            }
-            Err(_) => {
-                first_error.get_or_insert(anyhow::anyhow!("a bot did not stop"));
-            }
-        }
-    }
+    let first_error = join_bots(tasks).await;
     let connected = shared.connected.load(Ordering::Relaxed);
     if connected == 0 {
         return Err(first_error
