@@ -194,6 +194,11 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
     if args.target == TargetKind::Colyseus && matches!(scenario, Scenario::RpcEcho(_)) {
         bail!("rpc-echo has no Colyseus equivalent: run it with --target citadel or raw");
     }
+    if matches!(scenario, Scenario::PredictedInput(_))
+        && (args.target != TargetKind::Citadel || args.auth == AuthArg::Device)
+    {
+        bail!("predicted-input needs --target citadel and guest bots (no --auth device)");
+    }
     if matches!(scenario, Scenario::ActorSync(_)) && args.target != TargetKind::Citadel {
         bail!("actor-sync needs --target citadel (the peers have no networked actors)");
     }
@@ -221,6 +226,10 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
         peak_connections: scenario.peak_connections(),
         lift_rate_limits: matches!(scenario, Scenario::RpcEcho(_)),
         quic,
+        extra_config: match scenario {
+            Scenario::PredictedInput(_) => bots::predicted::server_config(),
+            _ => String::new(),
+        },
     };
     let started_unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -334,6 +343,7 @@ async fn drive<C: Connector>(
         Scenario::RpcEcho(s) => bots::rpc::run(&mut ctx, s).await,
         Scenario::HandshakeStorm(s) => bots::storm::run(&mut ctx, s).await,
         Scenario::ActorSync(s) => bots::actors::run(&mut ctx, s).await,
+        Scenario::PredictedInput(s) => bots::predicted::run(&mut ctx, s).await,
     };
     ctx.progress.finish();
     // the server handle drops here, after every bot closed: the child is killed

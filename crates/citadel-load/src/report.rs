@@ -199,6 +199,7 @@ impl Report {
             "rpc-echo" => get("round_trips_per_s") > 0.0,
             "handshake-storm" => get("handshakes_per_s") > 0.0 && get("failed") == 0.0,
             "actor-sync" => get("snapshots_received") > 0.0 && get("position_age_p99") > 0.0,
+            "predicted-input" => get("owners_assigned") > 0.0 && get("inputs_acknowledged") > 0.0,
             _ => false,
         };
         if ok {

@@ -30,6 +30,33 @@ pub enum Scenario {
     HandshakeStorm(HandshakeStorm),
     /// Networked actors: owners send NA_STATE, viewers get snapshots.
     ActorSync(ActorSync),
+    /// Owner prediction: validated kind-9 input, input → snapshot latency.
+    PredictedInput(PredictedInput),
+}
+
+/// `kind = "predicted-input"` (Citadel only): see `bots/predicted.rs`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PredictedInput {
+    /// Bots, each owning one predicted avatar.
+    pub clients: u32,
+    /// Bots per room.
+    pub room_size: u32,
+    /// Kind-9 inputs per owner per second.
+    pub input_hz: f64,
+    /// Seconds after the connects begin before measuring.
+    #[serde(default = "d_actor_warmup")]
+    pub warmup_seconds: f64,
+    /// Length of the measurement.
+    pub measure_seconds: f64,
+    /// The verdict note compares the p99 input → snapshot time with this.
+    pub p99_bound_ms: f64,
+    /// Concurrent connection attempts.
+    #[serde(default = "d_concurrency")]
+    pub connect_concurrency: u32,
+    /// Source addresses 127.0.0.1 .. 127.0.0.N used round-robin.
+    #[serde(default = "d_sources")]
+    pub source_addresses: u8,
 }
 
 /// `kind = "relay-fanout"`.
@@ -242,6 +269,7 @@ impl Scenario {
             Scenario::RpcEcho(_) => "rpc-echo",
             Scenario::HandshakeStorm(_) => "handshake-storm",
             Scenario::ActorSync(_) => "actor-sync",
+            Scenario::PredictedInput(_) => "predicted-input",
         }
     }
 
@@ -253,6 +281,7 @@ impl Scenario {
             Scenario::RpcEcho(s) => s.clients.into(),
             Scenario::HandshakeStorm(s) => s.workers.into(),
             Scenario::ActorSync(s) => s.clients.max(s.room_size).into(),
+            Scenario::PredictedInput(s) => s.clients.into(),
         }
     }
 
@@ -317,6 +346,16 @@ impl Scenario {
                 connect_concurrency(s.connect_concurrency)?;
                 source_addresses(s.source_addresses)?;
             }
+            Scenario::PredictedInput(s) => {
+                range("clients", f64::from(s.clients), 1.0, 100_000.0)?;
+                range("room_size", f64::from(s.room_size), 1.0, 1_000.0)?;
+                range("input_hz", s.input_hz, 1.0, 240.0)?;
+                range("warmup_seconds", s.warmup_seconds, 0.5, 30.0)?;
+                range("measure_seconds", s.measure_seconds, 0.5, 600.0)?;
+                range("p99_bound_ms", s.p99_bound_ms, 1.0, 60_000.0)?;
+                connect_concurrency(s.connect_concurrency)?;
+                source_addresses(s.source_addresses)?;
+            }
             Scenario::HandshakeStorm(s) => {
                 range("workers", f64::from(s.workers), 1.0, 10_000.0)?;
                 range("duration_seconds", s.duration_seconds, 0.1, 3_600.0)?;
@@ -360,6 +399,7 @@ mod tests {
                 "rpc-echo",
                 "handshake-storm",
                 "actor-sync",
+                "predicted-input",
             ] {
                 let path = dir.join(format!("{name}.toml"));
                 let s = Scenario::load(&path);

@@ -80,6 +80,9 @@ pub struct RewindParams {
     pub rtt_cutoff_ms: f32,
     /// Radius of every hit sphere (cm).
     pub radius: f32,
+    /// Farthest a shot's origin may be from the shooter's server position
+    /// after the input that fired it (cm); 0 = unchecked.
+    pub origin_tolerance: f32,
 }
 
 impl Default for RewindParams {
@@ -88,6 +91,7 @@ impl Default for RewindParams {
             max_unlag: DEFAULT_MAX_UNLAG,
             rtt_cutoff_ms: DEFAULT_RTT_CUTOFF_MS,
             radius: DEFAULT_HIT_RADIUS,
+            origin_tolerance: 0.0,
         }
     }
 }

@@ -240,6 +240,55 @@ fn nobody_starves_when_more_changes_than_fit() {
 }
 
 #[test]
+fn the_owners_input_ack_is_in_every_snapshot_even_when_most_objects_wait() {
+    let codec = HelloParams::default().codec().unwrap();
+    let mut rng = Rng(TestRng::new(11));
+    let mut world = World::new(60);
+    for id in 1..=500 {
+        world.insert(object(id, &mut rng));
+    }
+    // Object 1 is this client's predicted avatar.
+    if let Some(own) = world.get_mut(1) {
+        own.owner = 1;
+        own.role = Role::OwnerPredicted;
+    }
+    let mut sender = SnapshotSender::new(1, codec, SenderConfig::default());
+    let mut receiver = SnapshotReceiver::new(codec);
+    let mut missing = 0;
+    for round in 1..=100u32 {
+        for _ in 0..3 {
+            world.handle_sim_tick();
+        }
+        if let Some(own) = world.get_mut(1) {
+            own.last_input_seq = round;
+        }
+        let frame = Frame::latch(&world, &codec);
+        let out = sender
+            .poll_snapshot(&[&frame], None, Some([0.0; 3]), 20)
+            .unwrap();
+        assert!(out.deferred > 0, "more changed than fits");
+        let snap = citadel_wire::tsync::Snapshot::decode(&out.body, &codec).unwrap();
+        let acked = snap
+            .updates
+            .iter()
+            .find(|u| u.object_id == 1)
+            .and_then(|u| u.last_input_seq);
+        // Full entries go first (§3.4 step 7): until every object has
+        // been sent once the newcomer's baselines come first. Afterwards
+        // the owner's ack must be in every snapshot.
+        if round > 20 && acked != Some(round) {
+            missing += 1;
+        }
+        receiver.handle_snapshot(&out.body).unwrap();
+        sender.handle_ack(&receiver.poll_ack().unwrap().window().unwrap());
+    }
+    assert_eq!(
+        missing, 0,
+        "of 80 snapshots, without the owner's last_input_seq"
+    );
+}
+
+#[test]
 fn a_repeated_hello_resets_to_a_full_baseline_and_unchanged_objects_cost_nothing() {
     let codec = HelloParams::default().codec().unwrap();
     let mut rng = Rng(TestRng::new(9));

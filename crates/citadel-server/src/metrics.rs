@@ -263,6 +263,9 @@ reasons!(
         /// Fire commands resolved uncompensated (RTT over
         /// `transform_sync.lag_comp_rtt_cutoff_ms`).
         FireUncompensated => "fire_uncompensated",
+        /// Fire commands refused unresolved: the origin was farther than
+        /// `transform_sync.fire_origin_tolerance` from the shooter.
+        FireOriginRefused => "fire_origin_refused",
         /// Ownership changes by game logic (`citadel.set_owner`).
         OwnershipHandoffs => "ownership_handoffs",
     }

@@ -25,13 +25,12 @@ use citadel_client::actors::{self, ActorView};
 use citadel_client::wire::actor::NaTransform;
 use citadel_client::wire::protocol::KIND_TSYNC_SNAPSHOT;
 
-use super::{CONNECT_TIMEOUT, Ctx, Sources};
+use super::{Ctx, Sources, guest_in_room, join_bots};
 use crate::procstat;
 use crate::report::{Report, Table, fmt_value};
 use crate::scenario::ActorSync;
 use crate::stats::Histogram;
 use crate::targets::addr_of_url;
-use crate::targets::citadel::tcp_from;
 use crate::transport::Connector;
 
 /// How often a bot samples the ages of the remote positions it holds.
@@ -228,26 +227,12 @@ async fn phase<C: Connector>(
             gate.clone(),
         );
         tasks.push(tokio::spawn(async move {
-            let client = {
-                let _permit = gate.acquire().await;
-                tokio::time::timeout(CONNECT_TIMEOUT, async {
-                    let stream = tcp_from(sources.next(), addr).await?;
-                    let mut client = WsClient::connect_over(stream, &url).await?;
-                    let outcome = client.authenticate(None).await?;
-                    anyhow::ensure!(outcome.is_accepted(), "handshake refused: {outcome:?}");
-                    client.join_or_create_room(&room).await?;
-                    client.wait_for_room_joined().await?;
-                    anyhow::Ok(client)
-                })
-                .await
-            };
-            match client {
-                Ok(Ok(client)) => {
+            match guest_in_room(&gate, sources.next(), addr, &url, &room).await {
+                Ok(client) => {
                     shared.connected.fetch_add(1, Ordering::Relaxed);
                     bot(client, window, period, moving, &shared).await
                 }
-                Ok(Err(e)) => Err(e),
-                Err(_) => anyhow::bail!("connect timed out"),
+                Err(e) => Err(e),
             }
         }));
     }
@@ -269,21 +254,7 @@ async fn phase<C: Connector>(
         ));
     }
     let after = ctx.server.pid.and_then(procstat::sample);
-    let mut first_error = None;
-    for t in tasks {
-        match tokio::time::timeout(Duration::from_secs(10), t).await {
-            Ok(Ok(Ok(()))) => {}
-            Ok(Ok(Err(e))) => {
-                first_error.get_or_insert(e);
-            }
-            Ok(Err(e)) => {
-                first_error.get_or_insert(anyhow::anyhow!("bot task: {e}"));
-            }
-            Err(_) => {
-                first_error.get_or_insert(anyhow::anyhow!("a bot did not stop"));
-            }
-        }
-    }
+    let first_error = join_bots(tasks).await;
     let connected = shared.connected.load(Ordering::Relaxed);
     if connected == 0 {
         return Err(first_error

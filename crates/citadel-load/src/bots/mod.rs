@@ -10,6 +10,7 @@
 pub mod actors;
 pub mod fanout;
 pub mod idle;
+pub mod predicted;
 pub mod rpc;
 pub mod storm;
 
@@ -175,6 +176,53 @@ where
         Some(e) => Err(e),
         None => Ok(out),
     }
+}
+
+/// One guest WebSocket bot from `source`: connect, authenticate, join (or
+/// create) `room` and wait until joined, within [`CONNECT_TIMEOUT`], at
+/// most as many at once as `gate` has permits.
+pub async fn guest_in_room(
+    gate: &tokio::sync::Semaphore,
+    source: Ipv4Addr,
+    addr: std::net::SocketAddr,
+    url: &str,
+    room: &str,
+) -> anyhow::Result<citadel_client::WsClient> {
+    let _permit = gate.acquire().await.context("connect gate closed")?;
+    tokio::time::timeout(CONNECT_TIMEOUT, async {
+        let stream = crate::targets::citadel::tcp_from(source, addr).await?;
+        let mut client = citadel_client::WsClient::connect_over(stream, url).await?;
+        let outcome = client.authenticate(None).await?;
+        anyhow::ensure!(outcome.is_accepted(), "handshake refused: {outcome:?}");
+        client.join_or_create_room(room).await?;
+        client.wait_for_room_joined().await?;
+        anyhow::Ok(client)
+    })
+    .await
+    .map_err(|_| anyhow::anyhow!("connect timed out"))?
+}
+
+/// Waits for every bot task (at most 10 s each once the run is over);
+/// the first error, if any.
+pub async fn join_bots(
+    tasks: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
+) -> Option<anyhow::Error> {
+    let mut first_error = None;
+    for t in tasks {
+        match tokio::time::timeout(Duration::from_secs(10), t).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => {
+                first_error.get_or_insert(e);
+            }
+            Ok(Err(e)) => {
+                first_error.get_or_insert(anyhow::anyhow!("bot task: {e}"));
+            }
+            Err(_) => {
+                first_error.get_or_insert(anyhow::anyhow!("a bot did not stop"));
+            }
+        }
+    }
+    first_error
 }
 
 #[cfg(test)]

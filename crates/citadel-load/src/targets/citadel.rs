@@ -67,6 +67,7 @@ pub fn spawn(opts: &StartOptions) -> anyhow::Result<ServerHandle> {
          [authentication.limits.registration_source]\nlimit = 1000000\nwindow_ms = 60000\n",
         db.display()
     );
+    let config = format!("{config}{}", opts.extra_config);
     let path = stem.with_extension("toml");
     std::fs::write(&path, config).with_context(|| format!("cannot write {}", path.display()))?;
     let mut cmd = command(&bin, opts.server_cpus.as_deref());

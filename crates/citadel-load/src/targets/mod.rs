@@ -59,6 +59,8 @@ pub struct StartOptions {
     /// Also serve native QUIC (`[transport.quic]`, citadel only), for
     /// `--transport quic`.
     pub quic: bool,
+    /// Config sections appended to a spawned Citadel's generated config.
+    pub extra_config: String,
 }
 
 /// The server under test.

@@ -14,8 +14,10 @@
 //!
 //! What it is not: the client's `sim_tick` (or any client time) is never
 //! used; the rewind tick comes from the server's clock and the measured
-//! lag alone. The ray origin is the client's, unchecked (a game that cares
-//! validates it with `rewind_query` or its own rules).
+//! lag alone. The ray origin is the client's; with
+//! `RewindParams::origin_tolerance` > 0 a shot whose origin is farther than
+//! that from the shooter's server position after the firing input is
+//! answered as a miss without a ray test and counted (`origin_refused`).
 //!
 //! Call order: `handle_lag` whenever the driver measures a new round trip;
 //! `handle_hit_eligible` from game logic; rings are recorded in phase 3 of
@@ -32,6 +34,16 @@ use crate::rewind::{self, History, Hit, LagProfile, RewindBound};
 pub(super) struct FireOutcome {
     pub(super) hit: bool,
     pub(super) bound: Option<RewindBound>,
+    pub(super) origin_refused: bool,
+}
+
+/// One released fire command and where its shooter's object was after
+/// that input (the server's position, for the origin check).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Shot {
+    pub(super) input_seq: u32,
+    pub(super) fire: FireCommand,
+    pub(super) shooter_at: [f32; 3],
 }
 
 /// The answer of [`ActorServer::rewind_query`].
@@ -160,12 +172,22 @@ impl<P: PlaceKey> ActorServer<P> {
         shooter: u64,
         object_id: u32,
         world: WorldKey<P>,
-        input_seq: u32,
-        fire: FireCommand,
+        shot: Shot,
     ) -> FireOutcome {
+        let Shot {
+            input_seq,
+            fire,
+            shooter_at,
+        } = shot;
         let rewound = self.config.rewind.rewind(self.now.0, &self.lag_of(shooter));
         let tick = rewound.tick;
-        let hit = self.cast(world, object_id, &fire, tick);
+        let origin_refused =
+            !origin_within(fire.origin, shooter_at, self.config.rewind.origin_tolerance);
+        let hit = if origin_refused {
+            None
+        } else {
+            self.cast(world, object_id, &fire, tick)
+        };
         let answer = Rewind {
             input_seq,
             flags: u8::from(hit.is_some()),
@@ -177,6 +199,7 @@ impl<P: PlaceKey> ActorServer<P> {
         FireOutcome {
             hit: hit.is_some(),
             bound: rewound.bound,
+            origin_refused,
         }
     }
 
@@ -209,4 +232,20 @@ impl<P: PlaceKey> ActorServer<P> {
         let hit = self.cast(WorldKey::Place(place), exclude, &fire, tick);
         Some(RewindQuery { tick, hit })
     }
+}
+
+/// Whether a shot's `origin` is within `tolerance` cm of the shooter's
+/// server position (always, when the tolerance is 0: unchecked). A
+/// non-finite origin is never within.
+fn origin_within(origin: [f32; 3], shooter_at: [f32; 3], tolerance: f32) -> bool {
+    if tolerance <= 0.0 {
+        return true;
+    }
+    let d2: f64 = origin
+        .iter()
+        .zip(shooter_at.iter())
+        .map(|(a, b)| f64::from(*a) - f64::from(*b))
+        .map(|d| d * d)
+        .sum();
+    d2.is_finite() && d2 <= f64::from(tolerance) * f64::from(tolerance)
 }

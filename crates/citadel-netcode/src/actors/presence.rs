@@ -14,6 +14,7 @@ use citadel_wire::ack::AckWindow;
 use citadel_wire::actor::{NaDespawn, NaPresence, NaSpawn, NaSpawnBatch, NaState};
 use citadel_wire::tsync::{InputBundle, InputFrame, RoleEvent, TsyncAck};
 
+use super::fire::Shot;
 use super::ownership::role_of;
 use super::{
     ActorServer, Client, Control, InputRefusal, Message, Owned, PlaceKey, Presence, Refusal,
@@ -45,6 +46,9 @@ pub struct InputOutcome {
     pub unlag_clamped: usize,
     /// Fire commands resolved without compensation (RTT over the cutoff).
     pub uncompensated: usize,
+    /// Fire commands refused (answered as a miss, not ray-tested): the
+    /// origin was farther than `origin_tolerance` from the shooter.
+    pub origin_refused: usize,
     refused: [usize; InputRefusal::ALL.len()],
 }
 
@@ -212,14 +216,20 @@ impl<P: PlaceKey> ActorServer<P> {
         while let Some(released) = owned.queue.poll_released(&mut t.position, &mut t.velocity) {
             applied += 1;
             if let Some(fire) = released.fire {
-                fires.push((released.input_seq, fire));
+                fires.push((released.input_seq, fire, released.position));
             }
         }
         object.last_input_seq = owned.queue.last_input_seq();
         let world = owned.world;
         outcome.applied = applied;
-        for (input_seq, fire) in fires {
-            let fired = self.resolve_fire(participant_id, object_id, world, input_seq, fire);
+        for (input_seq, fire, at) in fires {
+            let shot = Shot {
+                input_seq,
+                fire,
+                shooter_at: at,
+            };
+            let fired = self.resolve_fire(participant_id, object_id, world, shot);
+            outcome.origin_refused += usize::from(fired.origin_refused);
             outcome.fired += 1;
             outcome.hits += usize::from(fired.hit);
             match fired.bound {

@@ -30,6 +30,9 @@ struct Range {
     seen: Vec<(u32, [f32; 3])>,
     /// What the server reported for the last shot's bundle.
     last: InputOutcome,
+    /// Where the shooter says its shots start (the shooter stands at the
+    /// origin).
+    origin: [f32; 3],
 }
 
 fn range(config: ActorConfig, lag: LagProfile) -> Range {
@@ -56,6 +59,7 @@ fn range(config: ActorConfig, lag: LagProfile) -> Range {
         target,
         seen: Vec::new(),
         last: InputOutcome::default(),
+        origin: [0.0; 3],
     };
     range.run(120);
     range
@@ -122,7 +126,7 @@ impl Range {
             ownership_epoch: 1,
             flags: INPUT_FLAG_FIRE,
             fire: Some(FireCommand {
-                origin: [0.0; 3],
+                origin: self.origin,
                 direction: aim,
             }),
             ..InputFrame::default()
@@ -282,4 +286,38 @@ fn only_hit_eligible_objects_are_targets_and_the_shooter_is_not_one() {
             .rewind_query(42, [0.0; 3], now, None)
             .is_none()
     );
+}
+
+#[test]
+fn with_an_origin_tolerance_a_shot_from_afar_is_a_refused_miss() {
+    let config = ActorConfig {
+        rewind: RewindParams {
+            origin_tolerance: 100.0,
+            ..RewindParams::default()
+        },
+        ..predicted_config()
+    };
+    let mut r = range(config, measured());
+    // From where the shooter stands (within 100 cm): resolved, a hit.
+    r.origin = [60.0, 0.0, 50.0];
+    let seen = r.rendered();
+    let aim = [seen[0] - 60.0, seen[1], seen[2] - 50.0];
+    let (hit, _) = r.shoot(1, aim);
+    assert!(hit.is_hit(), "origin within the tolerance: {hit:?}");
+    assert_eq!((r.last.hits, r.last.origin_refused), (1, 0));
+    // The same aim from 2 m away: answered as a miss without a ray test.
+    r.origin = [0.0, -200.0, 0.0];
+    let seen = r.rendered();
+    let aim = [seen[0], seen[1] + 200.0, seen[2]];
+    let (miss, _) = r.shoot(2, aim);
+    assert!(!miss.is_hit(), "origin 2 m from the shooter: {miss:?}");
+    assert_eq!(
+        (r.last.fired, r.last.hits, r.last.origin_refused),
+        (1, 0, 1)
+    );
+    // A non-finite origin is never within.
+    r.origin = [f32::NAN, 0.0, 0.0];
+    let (nan, _) = r.shoot(3, [1.0, 0.0, 0.0]);
+    assert!(!nan.is_hit());
+    assert_eq!(r.last.origin_refused, 1);
 }

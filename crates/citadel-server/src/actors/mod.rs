@@ -204,6 +204,7 @@ impl TransformHub {
             (ServiceEvent::FireHits, outcome.hits),
             (ServiceEvent::FireUnlagClamped, outcome.unlag_clamped),
             (ServiceEvent::FireUncompensated, outcome.uncompensated),
+            (ServiceEvent::FireOriginRefused, outcome.origin_refused),
         ] {
             if n > 0 {
                 self.metrics.service_n(event, n as u64);

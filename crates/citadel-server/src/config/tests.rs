@@ -234,6 +234,7 @@ fn transform_sync_keeps_its_flat_keys_and_defaults() {
             "budget",
             "demo_movers",
             "enabled",
+            "fire_origin_tolerance",
             "hit_radius",
             "input_max_dt",
             "input_max_speed",
@@ -301,6 +302,10 @@ fn transform_sync_bounds_are_named_by_key() {
         (
             "[transform_sync]\nhit_radius = 0.0\n",
             "transform_sync.hit_radius",
+        ),
+        (
+            "[transform_sync]\nfire_origin_tolerance = -1.0\n",
+            "transform_sync.fire_origin_tolerance",
         ),
         (
             "[transform_sync]\nvelocity_max = [-40000.0, 0.0, 0.0]\n",

@@ -47,6 +47,9 @@ pub struct TransformSyncConfig {
     pub lag_comp_rtt_cutoff_ms: f32,
     /// Radius of every hit sphere (cm; 50).
     pub hit_radius: f32,
+    /// Farthest a fire command's origin may be from the shooter's server
+    /// position after that input (cm; 0 = unchecked, the default).
+    pub fire_origin_tolerance: f32,
     /// Area of interest; off = each client sees its whole room.
     pub interest_enabled: bool,
     /// AOI grid cell (cm).
@@ -74,6 +77,7 @@ impl Default for TransformSyncConfig {
             rewind_max_unlag: citadel_netcode::rewind::DEFAULT_MAX_UNLAG,
             lag_comp_rtt_cutoff_ms: citadel_netcode::rewind::DEFAULT_RTT_CUTOFF_MS,
             hit_radius: citadel_netcode::rewind::DEFAULT_HIT_RADIUS,
+            fire_origin_tolerance: 0.0,
             interest_enabled: false,
             interest_cell_size: 5_000.0,
             interest_inner: 10_000.0,
@@ -155,6 +159,13 @@ impl TransformSyncConfig {
             100_000.0,
             "must be > 0 and <= 100000 cm",
         )?;
+        let tolerance = self.fire_origin_tolerance;
+        if !(tolerance.is_finite() && (0.0..=100_000.0).contains(&tolerance)) {
+            return Err(invalid(
+                "transform_sync.fire_origin_tolerance",
+                "must be >= 0 and <= 100000 cm (0 = unchecked)",
+            ));
+        }
         Ok(())
     }
 
@@ -164,6 +175,7 @@ impl TransformSyncConfig {
             max_unlag: self.rewind_max_unlag,
             rtt_cutoff_ms: self.lag_comp_rtt_cutoff_ms,
             radius: self.hit_radius,
+            origin_tolerance: self.fire_origin_tolerance,
         }
     }
 
@@ -248,6 +260,7 @@ struct TransformSyncTable {
     rewind_max_unlag: u32,
     lag_comp_rtt_cutoff_ms: f32,
     hit_radius: f32,
+    fire_origin_tolerance: f32,
     interest_enabled: bool,
     interest_cell_size: f32,
     interest_inner: f32,
@@ -289,6 +302,7 @@ impl TryFrom<TransformSyncTable> for TransformSyncConfig {
             rewind_max_unlag: t.rewind_max_unlag,
             lag_comp_rtt_cutoff_ms: t.lag_comp_rtt_cutoff_ms,
             hit_radius: t.hit_radius,
+            fire_origin_tolerance: t.fire_origin_tolerance,
             interest_enabled: t.interest_enabled,
             interest_cell_size: t.interest_cell_size,
             interest_inner: t.interest_inner,
@@ -312,6 +326,7 @@ impl From<TransformSyncConfig> for TransformSyncTable {
             rewind_max_unlag,
             lag_comp_rtt_cutoff_ms,
             hit_radius,
+            fire_origin_tolerance,
             interest_enabled,
             interest_cell_size,
             interest_inner,
@@ -338,6 +353,7 @@ impl From<TransformSyncConfig> for TransformSyncTable {
             rewind_max_unlag,
             lag_comp_rtt_cutoff_ms,
             hit_radius,
+            fire_origin_tolerance,
             interest_enabled,
             interest_cell_size,
             interest_inner,
