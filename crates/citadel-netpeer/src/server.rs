@@ -914,18 +914,27 @@ pub(crate) fn send_pair(
     let key = BunchKey {
         base: pair.acked.as_ref().map(|(t, _)| *t),
         owner: obj.owner == Some(conn_id),
-        version: pair.version.min(class.versions().len() - 1),
+        version: pair.version.min(class.versions().len().saturating_sub(1)),
     };
     let found = obj.bunches.iter().position(|e| e.key == key);
     let idx = match found {
-        Some(i) if obj.bunches[i].usable_after(pair.last_token) => i,
+        Some(i)
+            if obj
+                .bunches
+                .get(i)
+                .is_some_and(|e| e.usable_after(pair.last_token)) =>
+        {
+            i
+        }
         _ => {
             let Some(entry) = build_bunch(ctx, class, obj, object_id, key, pair) else {
                 return 0;
             };
-            match found {
-                Some(i) => {
-                    obj.bunches[i] = entry;
+            // A stale entry (its token not newer than this pair's last) is
+            // replaced, so later receivers share the newer bunch.
+            match found.and_then(|i| obj.bunches.get_mut(i).map(|slot| (i, slot))) {
+                Some((i, slot)) => {
+                    *slot = entry;
                     i
                 }
                 None => {
@@ -936,7 +945,10 @@ pub(crate) fn send_pair(
         }
     };
     obj.published = true;
-    let (token, full, forced, body) = match &obj.bunches[idx].bunch {
+    let Some(entry) = obj.bunches.get(idx) else {
+        return 0;
+    };
+    let (token, full, forced, body) = match &entry.bunch {
         Bunch::Nothing => {
             // Nothing this receiver can see differs: its acked token stands
             // for the current state.
@@ -990,7 +1002,7 @@ fn build_bunch(
     key: BunchKey,
     pair: &Pair,
 ) -> Option<BunchEntry> {
-    let schema = &class.versions()[key.version].schema;
+    let schema = &class.versions().get(key.version)?.schema;
     let base_snap = pair.acked.as_ref().map(|(_, s)| &**s);
     let base_rev = base_snap.map_or(0, |s| s.rev);
     let shared = ctx.config.shared_quantized_state;
