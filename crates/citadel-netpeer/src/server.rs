@@ -396,6 +396,7 @@ impl Authority {
         let class = self.classes.get(&class_id).ok_or(ApiError::UnknownClass)?;
         let id = self.next_object.ok_or(ApiError::IdsExhausted)?;
         self.next_object = id.checked_add(1);
+        self.membership += 1;
         let values = class
             .fields()
             .iter()
@@ -532,6 +533,7 @@ impl Authority {
             .get_mut(&object_id)
             .ok_or(ApiError::UnknownObject)?;
         obj.match_id = match_id;
+        self.membership += 1;
         Ok(())
     }
 

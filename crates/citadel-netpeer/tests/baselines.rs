@@ -448,3 +448,25 @@ fn owner_and_peers_get_their_own_bunches() -> TestResult {
     }
     Ok(())
 }
+
+#[test]
+fn objects_spawned_or_moved_in_after_a_tick_reach_viewerless_receivers() -> TestResult {
+    let mut s = server(AuthorityConfig::default());
+    s.connect(1, false, 0);
+    s.tick(0);
+    assert!(drain(&mut s).is_empty(), "nothing to send yet");
+    // A spawn after the connection's first relevance pass still enters.
+    let o = s.spawn(SHIP, 0, None, false)?;
+    s.tick(50);
+    assert_eq!(drain(&mut s).len(), 1);
+    assert_eq!(s.relevant(1), vec![o]);
+    // So does an object moved into the match later.
+    let p = s.spawn(SHIP, 5, None, false)?;
+    s.tick(100);
+    assert!(drain(&mut s).is_empty(), "another match");
+    s.move_object(p, 0)?;
+    s.tick(150);
+    assert_eq!(drain(&mut s).len(), 1);
+    assert_eq!(s.relevant(1), vec![o, p]);
+    Ok(())
+}

@@ -44,6 +44,7 @@ pub mod fdlimit;
 pub mod gateway;
 pub mod http;
 pub mod metrics;
+pub mod netpeer;
 pub mod node;
 pub mod place;
 pub mod realm;

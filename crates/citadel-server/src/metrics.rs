@@ -362,6 +362,8 @@ pub struct Metrics {
     services: Counters<{ ServiceEvent::ALL.len() }>,
     /// Tickets queued in the matchmaker now.
     pub matchmaker_queued: AtomicI64,
+    /// NetworkPeer rejections per reason and replication events.
+    pub netpeer: crate::netpeer::NetpeerStats,
 }
 
 /// A fixed array of counters (`Default` for any length).
@@ -729,6 +731,7 @@ impl Metrics {
                 self.service_events(*e)
             );
         }
+        self.netpeer.render(&mut out);
         out
     }
 }

@@ -24,6 +24,7 @@ use crate::gateway::connection::{ConnectionDeps, ParticipantIds};
 use crate::gateway::handshake::{RejectAllTokens, SessionValidator};
 use crate::http::{CorsOrigins, DemoAddrs, HttpState, OpsView, WebTransportInfo};
 use crate::metrics::Metrics;
+use crate::netpeer::NetPeerNode;
 use crate::realm::{DefaultRoomPolicy, Places, Realm, RoomPolicy};
 use crate::router::{LocalRouter, Router};
 use crate::rpc::{RpcHandler, RpcRegistry};
@@ -77,6 +78,8 @@ pub struct NodeShared {
     pub live: Arc<LiveSessions>,
     /// Networked actors and snapshots.
     pub hub: Arc<TransformHub>,
+    /// NetworkPeer replication.
+    pub netpeer: Arc<NetPeerNode>,
     /// Cancelled when the node shuts down.
     pub shutdown: CancellationToken,
     /// Connection and RPC tasks.
@@ -228,6 +231,11 @@ impl NodeBuilder {
             metrics.clone(),
             router.clone(),
         )?);
+        let netpeer = Arc::new(NetPeerNode::new(
+            &config.transport.network_peer,
+            metrics.clone(),
+            router.clone(),
+        )?);
         let rpc = Arc::new(self.rpc);
         let notifications = Arc::new(NotificationService::new(
             accounts.store().clone(),
@@ -291,6 +299,7 @@ impl NodeBuilder {
                         realm: realm.clone(),
                         router: router.clone(),
                         hub: hub.clone(),
+                        netpeer: netpeer.clone(),
                         rpc: rpc.clone(),
                         host: HostServices {
                             notifications: notifications.clone(),
@@ -316,6 +325,7 @@ impl NodeBuilder {
             runtime: runtime.clone(),
             live: live.clone(),
             hub: hub.clone(),
+            netpeer: netpeer.clone(),
             tasks: tasks.clone(),
             participant_ids: Arc::new(ParticipantIds::default()),
             matchmaker: matchmaker.clone(),
@@ -336,6 +346,7 @@ impl NodeBuilder {
             chat,
             live,
             hub,
+            netpeer,
             shutdown: CancellationToken::new(),
             tasks,
             admission: Arc::new(Admission::new(
@@ -365,6 +376,11 @@ impl NodeBuilder {
             shared
                 .tasks
                 .spawn(run_sim(shared.hub.clone(), shared.shutdown.clone()));
+        }
+        if shared.netpeer.enabled() {
+            shared
+                .tasks
+                .spawn(run_netpeer(shared.netpeer.clone(), shared.shutdown.clone()));
         }
         let http = tokio::spawn(crate::http::serve(
             http_listener,
@@ -517,6 +533,19 @@ async fn run_sim(hub: Arc<TransformHub>, shutdown: CancellationToken) {
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = ticker.tick() => hub.handle_tick(),
+        }
+    }
+}
+
+/// The NetworkPeer tick: sends what changed at `network_peer.tick_hz`.
+async fn run_netpeer(netpeer: Arc<NetPeerNode>, shutdown: CancellationToken) {
+    let period = Duration::from_secs_f64(1.0 / f64::from(netpeer.tick_hz().max(1)));
+    let mut ticker = tokio::time::interval(period);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticker.tick() => netpeer.handle_tick(),
         }
     }
 }

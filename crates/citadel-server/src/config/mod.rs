@@ -14,7 +14,8 @@
 //! validated in. Each section lives in its own file with its defaults and a
 //! `validate` that names the full dotted key it rejects: `server.rs`
 //! (`[server]`, `[http]`, `[logging]`), `transport.rs` (`[transport]`,
-//! `.websocket`, `.auth`, `.limits`), `quic.rs` (`.quic`, `.webtransport`,
+//! `.websocket`, `.auth`, `.limits`), `network_peer.rs`
+//! (`.network_peer`), `quic.rs` (`.quic`, `.webtransport`,
 //! `.tls`), `rooms.rs` (`[rooms]`, `[shutdown]`), `runtime.rs`,
 //! `database.rs`, `authentication.rs`, `transform_sync.rs`. The service
 //! sections (`[notifications]`, `[friends]`, `[groups]`, `[matchmaker]`,
@@ -28,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 mod authentication;
 mod database;
+mod network_peer;
 mod quic;
 mod rooms;
 mod runtime;
@@ -37,6 +39,7 @@ mod transport;
 
 pub use authentication::{AuthLimitsConfig, AuthenticationConfig, RateRule};
 pub use database::DatabaseConfig;
+pub use network_peer::NetworkPeerConfig;
 pub use quic::{DatagramTransportConfig, QUIC_DEFAULT_BIND, TlsConfig, WEBTRANSPORT_DEFAULT_BIND};
 pub use rooms::{RoomsConfig, ShutdownConfig};
 pub use runtime::RuntimeConfig;

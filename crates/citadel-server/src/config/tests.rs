@@ -383,3 +383,52 @@ fn lane_keys_stay_flat_in_every_transport_section() {
         assert!(err.contains(needle), "{err}");
     }
 }
+
+#[test]
+fn network_peer_keys_defaults_env_and_bounds() {
+    let d = Config::default().transport.network_peer;
+    assert!(!d.enabled, "off by default");
+    assert!(!d.shared_quantized_state);
+    assert_eq!(
+        (d.interest_cell_size, d.interest_inner, d.interest_outer),
+        (100.0, 100.0, 125.0)
+    );
+    assert_eq!(
+        (d.pending_cap, d.collection_cap, d.ack_timeout_ms),
+        (64, 4_096, 1_000)
+    );
+    assert_eq!((d.max_bunches_per_sec, d.max_bytes_per_sec), (240, 262_144));
+    assert_eq!((d.max_bunch_bytes, d.max_fields_per_bunch), (65_536, 1_024));
+    let c = load(
+        "[transport.network_peer]\nenabled = true\nack_timeout_ms = 250\n",
+        &[("CITADEL_TRANSPORT_NETWORK_PEER_MAX_BUNCHES_PER_SEC", "12")],
+    )
+    .unwrap();
+    let np = &c.transport.network_peer;
+    assert!(np.enabled);
+    assert_eq!(np.ack_timeout_ms, 250);
+    assert_eq!(np.authority().limits.bunches_per_sec, 12);
+    for (text, key) in [
+        (
+            "ack_timeout_ms = 0",
+            "transport.network_peer.ack_timeout_ms",
+        ),
+        ("pending_cap = 0", "transport.network_peer.pending_cap"),
+        (
+            "max_bunch_bytes = 0",
+            "transport.network_peer.max_bunch_bytes",
+        ),
+        ("tick_hz = 0", "transport.network_peer.tick_hz"),
+        (
+            "interest_cell_size = -1.0",
+            "transport.network_peer.interest_cell_size",
+        ),
+    ] {
+        let err = load(&format!("[transport.network_peer]\n{text}\n"), &[])
+            .and_then(|c| c.validate().map(|_| c))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(key), "{text}: {err}");
+    }
+    assert!(load("[transport.network_peer]\nbogus = 1\n", &[]).is_err());
+}

@@ -31,6 +31,8 @@ pub struct TransportConfig {
     pub auth: AuthConfig,
     /// `[transport.limits]`.
     pub limits: LimitsConfig,
+    /// `[transport.network_peer]`.
+    pub network_peer: super::NetworkPeerConfig,
 }
 
 impl Default for TransportConfig {
@@ -42,6 +44,7 @@ impl Default for TransportConfig {
             tls: TlsConfig::default(),
             auth: AuthConfig::default(),
             limits: LimitsConfig::default(),
+            network_peer: super::NetworkPeerConfig::default(),
         }
     }
 }
@@ -55,7 +58,8 @@ impl TransportConfig {
             .validate("webtransport", WEBTRANSPORT_DEFAULT_BIND)?;
         self.tls.validate()?;
         self.auth.validate()?;
-        self.limits.validate()
+        self.limits.validate()?;
+        self.network_peer.validate()
     }
 }
 

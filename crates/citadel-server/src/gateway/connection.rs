@@ -23,7 +23,8 @@ use citadel_wire::protocol::{
     RPC_STATUS_ERROR, RPC_STATUS_OK, RpcRequest,
 };
 use citadel_wire::protocol::{
-    KIND_NA_PRESENCE, KIND_NA_STATE, KIND_TSYNC_ACK, KIND_TSYNC_HELLO, KIND_TSYNC_INPUT,
+    KIND_NA_PRESENCE, KIND_NA_STATE, KIND_REP_ACK, KIND_REP_DELTA, KIND_TSYNC_ACK,
+    KIND_TSYNC_HELLO, KIND_TSYNC_INPUT,
 };
 use citadel_wire::room::{RoomCreate, RoomJoin, RoomLeave, RoomMapReady};
 use citadel_wire::tsync::{InputBundle, TsyncAck};
@@ -84,6 +85,8 @@ pub struct ConnectionDeps {
     pub live: Arc<LiveSessions>,
     /// Networked actors and snapshots.
     pub hub: Arc<TransformHub>,
+    /// NetworkPeer replication (kinds 13/14 when enabled).
+    pub netpeer: Arc<crate::netpeer::NetPeerNode>,
     /// Where RPC tasks are spawned (awaited at shutdown).
     pub tasks: TaskTracker,
     /// Participant id allocator.
@@ -270,6 +273,8 @@ impl Connection {
                         Instant::now(),
                     ),
                 };
+                deps.netpeer
+                    .handle_connect(participant_id, live.identity.user_id().is_none());
                 if let Some(rt) = &deps.runtime {
                     rt.join(live.caller());
                 }
@@ -357,6 +362,17 @@ impl Connection {
                 if self.deps.hub.enabled() =>
             {
                 self.handle_transform_sync(envelope.kind, &envelope.body);
+            }
+            // Kinds 13/14: the NetworkPeer driver owns them; rejections are
+            // silent drops counted by reason there.
+            KIND_REP_DELTA if self.deps.netpeer.enabled() => {
+                let _ = self
+                    .deps
+                    .netpeer
+                    .handle_proposal(participant_id, &envelope.body);
+            }
+            KIND_REP_ACK if self.deps.netpeer.enabled() => {
+                self.deps.netpeer.handle_ack(participant_id, &envelope.body);
             }
             kind if kind >= FIRST_APPLICATION_KIND => {
                 match self.deps.runtime.as_ref() {
@@ -509,6 +525,7 @@ impl Connection {
         if let Phase::Live(live) = &self.phase {
             let caller = live.caller();
             self.deps.hub.handle_disconnect(live.participant_id);
+            self.deps.netpeer.handle_disconnect(live.participant_id);
             if let Identity::Authenticated(session) = &live.identity {
                 self.deps
                     .live

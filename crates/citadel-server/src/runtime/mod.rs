@@ -18,11 +18,13 @@
 //!
 //! Files: `vm.rs` (one VM, budgeted invocations), `worker.rs` (the thread,
 //! ticks, hot reload, command delivery), `hooks.rs` (registration),
-//! `api.rs` (host functions and commands), `sandbox.rs` (stdlib, require,
+//! `api.rs` (host functions and commands), `netpeer.rs` (NetworkPeer
+//! host functions), `sandbox.rs` (stdlib, require,
 //! deadline hook), `policy.rs` (RPC handler and room policy adapters).
 
 mod api;
 mod hooks;
+mod netpeer;
 mod policy;
 mod sandbox;
 mod services;
@@ -95,6 +97,8 @@ pub struct RuntimeDeps {
     pub router: Arc<dyn Router>,
     /// Script-spawned actors.
     pub hub: Arc<TransformHub>,
+    /// NetworkPeer objects (`citadel.netpeer_*`).
+    pub netpeer: Arc<crate::netpeer::NetPeerNode>,
     /// Where the script's RPC methods are registered (again after a reload).
     pub rpc: Arc<RpcRegistry>,
     /// What the `notifications_*` host functions call.

@@ -176,6 +176,7 @@ impl Vm {
         api::install(&lua, &citadel).map_err(setup)?;
         super::services::install(&lua, &citadel).map_err(setup)?;
         super::transform::install(&lua, &citadel).map_err(setup)?;
+        super::netpeer::install(&lua, &citadel).map_err(setup)?;
         lua.globals().set("citadel", citadel).map_err(setup)?;
         let chunk = lua
             .load(source)
@@ -209,6 +210,12 @@ impl Vm {
     /// What `citadel.rewind_query` reads (every VM, every reload).
     pub fn install_transform(&self, host: super::transform::TransformHost) {
         self.lua.set_app_data(host);
+    }
+
+    /// Connects `citadel.netpeer_*` to the node's driver and registers the
+    /// classes the load declared (every VM, every reload).
+    pub fn install_netpeer(&self, node: std::sync::Arc<crate::netpeer::NetPeerNode>) {
+        super::netpeer::attach(&self.lua, node);
     }
 
     /// What the script registered.

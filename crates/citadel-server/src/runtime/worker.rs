@@ -118,6 +118,7 @@ impl Worker {
             limits,
         } = parts;
         vm.install_host(deps.host.clone());
+        vm.install_netpeer(deps.netpeer.clone());
         let actors = ScriptActors::default();
         vm.install_transform(TransformHost {
             hub: deps.hub.clone(),
@@ -461,6 +462,7 @@ impl Worker {
             Ok(vm) => {
                 vm.install_host(self.deps.host.clone());
                 vm.install_transform(self.transform_host());
+                vm.install_netpeer(self.deps.netpeer.clone());
                 let registered = vm.registered().clone();
                 self.vm = vm;
                 self.publish(registered);

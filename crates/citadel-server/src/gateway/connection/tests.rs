@@ -94,6 +94,7 @@ pub(crate) fn deps_with(router: Arc<dyn Router>) -> Arc<ConnectionDeps> {
         metrics.clone(),
         Arc::new(crate::services::party::Parties::default()),
     ));
+    let netpeer = Arc::new(crate::netpeer::test_node(metrics.clone(), router.clone()));
     Arc::new(ConnectionDeps {
         chat: None,
         auth: AuthConfig::default(),
@@ -106,6 +107,7 @@ pub(crate) fn deps_with(router: Arc<dyn Router>) -> Arc<ConnectionDeps> {
         runtime: None,
         live: Arc::new(LiveSessions::default()),
         hub,
+        netpeer,
         tasks: TaskTracker::new(),
         participant_ids: Arc::new(ParticipantIds::default()),
         matchmaker,
