@@ -383,6 +383,21 @@ impl<const N: usize> std::ops::Deref for Counters<N> {
     }
 }
 
+/// Appends one labelled Prometheus counter family: the HELP and TYPE lines,
+/// then `name{key="label"} value` per item.
+pub(crate) fn labeled_counters<'a>(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    key: &str,
+    items: impl IntoIterator<Item = (&'a str, u64)>,
+) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+    for (label, value) in items {
+        let _ = writeln!(out, "{name}{{{key}=\"{label}\"}} {value}");
+    }
+}
+
 fn index_of<T: PartialEq>(all: &[T], item: &T) -> usize {
     all.iter().position(|x| x == item).unwrap_or(0)
 }
@@ -644,93 +659,71 @@ impl Metrics {
             "HTTP keep-alive connections closed for idleness.",
             load(&self.http_keep_alive_closes),
         );
-        let _ = writeln!(
-            out,
-            "# HELP citadel_connections_refused_total Connections turned away by a limit, by reason.\n# TYPE citadel_connections_refused_total counter"
+        labeled_counters(
+            &mut out,
+            "citadel_connections_refused_total",
+            "Connections turned away by a limit, by reason.",
+            "reason",
+            RefuseReason::ALL
+                .iter()
+                .map(|r| (r.label(), self.refusals(*r))),
         );
-        for r in RefuseReason::ALL {
-            let _ = writeln!(
-                out,
-                "citadel_connections_refused_total{{reason=\"{}\"}} {}",
-                r.label(),
-                self.refusals(*r)
-            );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP citadel_accept_errors_total Failed accepts on the TCP listeners, by kind.\n# TYPE citadel_accept_errors_total counter"
+        labeled_counters(
+            &mut out,
+            "citadel_accept_errors_total",
+            "Failed accepts on the TCP listeners, by kind.",
+            "reason",
+            AcceptError::ALL
+                .iter()
+                .map(|e| (e.label(), self.accept_errors(*e))),
         );
-        for e in AcceptError::ALL {
-            let _ = writeln!(
-                out,
-                "citadel_accept_errors_total{{reason=\"{}\"}} {}",
-                e.label(),
-                self.accept_errors(*e)
-            );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP citadel_handshakes_total Realtime handshakes by outcome.\n# TYPE citadel_handshakes_total counter"
+        labeled_counters(
+            &mut out,
+            "citadel_handshakes_total",
+            "Realtime handshakes by outcome.",
+            "outcome",
+            [
+                ("authenticated", &self.auth_authenticated),
+                ("guest", &self.auth_guest),
+                ("rejected", &self.auth_rejected),
+            ]
+            .into_iter()
+            .map(|(label, c)| (label, load(c))),
         );
-        for (label, c) in [
-            ("authenticated", &self.auth_authenticated),
-            ("guest", &self.auth_guest),
-            ("rejected", &self.auth_rejected),
-        ] {
-            let _ = writeln!(
-                out,
-                "citadel_handshakes_total{{outcome=\"{label}\"}} {}",
-                load(c)
-            );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP citadel_drops_total Envelopes not delivered, by reason.\n# TYPE citadel_drops_total counter"
+        labeled_counters(
+            &mut out,
+            "citadel_drops_total",
+            "Envelopes not delivered, by reason.",
+            "reason",
+            DropReason::ALL.iter().map(|r| (r.label(), self.drops(*r))),
         );
-        for r in DropReason::ALL {
-            let _ = writeln!(
-                out,
-                "citadel_drops_total{{reason=\"{}\"}} {}",
-                r.label(),
-                self.drops(*r)
-            );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP citadel_closes_total Connections closed by the server, by reason.\n# TYPE citadel_closes_total counter"
+        labeled_counters(
+            &mut out,
+            "citadel_closes_total",
+            "Connections closed by the server, by reason.",
+            "reason",
+            CloseReason::ALL
+                .iter()
+                .map(|r| (r.label(), self.closes(*r))),
         );
-        for r in CloseReason::ALL {
-            let _ = writeln!(
-                out,
-                "citadel_closes_total{{reason=\"{}\"}} {}",
-                r.label(),
-                self.closes(*r)
-            );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP citadel_runtime_events_total Lua runtime events, by event.\n# TYPE citadel_runtime_events_total counter"
+        labeled_counters(
+            &mut out,
+            "citadel_runtime_events_total",
+            "Lua runtime events, by event.",
+            "event",
+            RuntimeEvent::ALL
+                .iter()
+                .map(|r| (r.label(), self.runtime_events(*r))),
         );
-        for r in RuntimeEvent::ALL {
-            let _ = writeln!(
-                out,
-                "citadel_runtime_events_total{{event=\"{}\"}} {}",
-                r.label(),
-                self.runtime_events(*r)
-            );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP citadel_service_events_total Player-service events, by event.\n# TYPE citadel_service_events_total counter"
+        labeled_counters(
+            &mut out,
+            "citadel_service_events_total",
+            "Player-service events, by event.",
+            "event",
+            ServiceEvent::ALL
+                .iter()
+                .map(|e| (e.label(), self.service_events(*e))),
         );
-        for e in ServiceEvent::ALL {
-            let _ = writeln!(
-                out,
-                "citadel_service_events_total{{event=\"{}\"}} {}",
-                e.label(),
-                self.service_events(*e)
-            );
-        }
         self.netpeer.render(&mut out);
         out
     }

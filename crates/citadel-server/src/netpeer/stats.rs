@@ -10,6 +10,7 @@
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::metrics::labeled_counters;
 use citadel_netpeer::{Counters, Rejection};
 
 /// One event counter: its label and where the core keeps it.
@@ -83,29 +84,25 @@ impl NetpeerStats {
 
     /// Appends the Prometheus lines.
     pub fn render(&self, out: &mut String) {
-        let _ = writeln!(
+        labeled_counters(
             out,
-            "# HELP citadel_netpeer_rejected_total NetworkPeer proposals dropped, by reason.\n# TYPE citadel_netpeer_rejected_total counter"
+            "citadel_netpeer_rejected_total",
+            "NetworkPeer proposals dropped, by reason.",
+            "reason",
+            Rejection::ALL
+                .into_iter()
+                .map(|r| (r.as_str(), self.rejected(r))),
         );
-        for r in Rejection::ALL {
-            let _ = writeln!(
-                out,
-                "citadel_netpeer_rejected_total{{reason=\"{}\"}} {}",
-                r.as_str(),
-                self.rejected(r)
-            );
-        }
-        let _ = writeln!(
+        labeled_counters(
             out,
-            "# HELP citadel_netpeer_events_total NetworkPeer replication events, by event.\n# TYPE citadel_netpeer_events_total counter"
+            "citadel_netpeer_events_total",
+            "NetworkPeer replication events, by event.",
+            "event",
+            EVENTS
+                .iter()
+                .zip(self.events.iter())
+                .map(|((label, _), c)| (*label, c.load(Ordering::Relaxed))),
         );
-        for ((label, _), c) in EVENTS.iter().zip(self.events.iter()) {
-            let _ = writeln!(
-                out,
-                "citadel_netpeer_events_total{{event=\"{label}\"}} {}",
-                c.load(Ordering::Relaxed)
-            );
-        }
         let _ = writeln!(
             out,
             "# HELP citadel_netpeer_undelivered_total NetworkPeer bunches the router could not queue.\n# TYPE citadel_netpeer_undelivered_total counter\ncitadel_netpeer_undelivered_total {}",
