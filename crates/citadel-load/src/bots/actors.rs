@@ -25,7 +25,7 @@ use citadel_client::actors::{self, ActorView};
 use citadel_client::wire::actor::NaTransform;
 use citadel_client::wire::protocol::KIND_TSYNC_SNAPSHOT;
 
-use super::{Ctx, Sources, guest_in_room, join_bots};
+use super::{Ctx, Sources, guest_in_room, join_connected_bots};
 use crate::procstat;
 use crate::report::{Report, Table, fmt_value};
 use crate::scenario::ActorSync;
@@ -254,13 +254,7 @@ async fn phase<C: Connector>(
         ));
     }
     let after = ctx.server.pid.and_then(procstat::sample);
-    let first_error = join_bots(tasks).await;
-    let connected = shared.connected.load(Ordering::Relaxed);
-    if connected == 0 {
-        return Err(first_error
-            .unwrap_or_else(|| anyhow::anyhow!("no bot connected"))
-            .context("actor-sync: no bot connected"));
-    }
+    let connected = join_connected_bots(tasks, &shared.connected, "actor-sync").await?;
     Ok(PhaseResult {
         seconds: measure.as_secs_f64(),
         cpu_percent: match (before, after) {

@@ -225,6 +225,23 @@ pub async fn join_bots(
     first_error
 }
 
+/// Joins the bots (see [`join_bots`]) and returns how many connected; none
+/// connecting fails the `scenario` with the first bot error.
+pub async fn join_connected_bots(
+    tasks: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
+    connected: &std::sync::atomic::AtomicU64,
+    scenario: &str,
+) -> anyhow::Result<u64> {
+    let first_error = join_bots(tasks).await;
+    let connected = connected.load(std::sync::atomic::Ordering::Relaxed);
+    if connected == 0 {
+        return Err(first_error
+            .unwrap_or_else(|| anyhow::anyhow!("no bot connected"))
+            .context(format!("{scenario}: no bot connected")));
+    }
+    Ok(connected)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,7 +23,7 @@ use citadel_client::WsClient;
 use citadel_client::actors::{self, ActorEvent, ActorView};
 use citadel_client::wire::actor::NaTransform;
 
-use super::{Ctx, Sources, guest_in_room, join_bots};
+use super::{Ctx, Sources, guest_in_room, join_connected_bots};
 use crate::procstat;
 use crate::report::{Report, Table, fmt_value};
 use crate::scenario::PredictedInput;
@@ -94,13 +94,7 @@ pub async fn run<C: Connector>(ctx: &mut Ctx<C>, s: &PredictedInput) -> anyhow::
         ));
     }
     let after = ctx.server.pid.and_then(procstat::sample);
-    let first_error = join_bots(tasks).await;
-    let connected = shared.connected.load(Ordering::Relaxed);
-    if connected == 0 {
-        return Err(first_error
-            .unwrap_or_else(|| anyhow::anyhow!("no bot connected"))
-            .context("predicted-input: no bot connected"));
-    }
+    join_connected_bots(tasks, &shared.connected, "predicted-input").await?;
     let cpu = match (before, after) {
         (Some(a), Some(b)) => Some(procstat::cpu_percent(&a, &b, ctx.ticks_per_second)),
         _ => None,
