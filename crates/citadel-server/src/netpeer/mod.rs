@@ -29,9 +29,11 @@ mod stats;
 
 pub use stats::NetpeerStats;
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use bytes::Bytes;
 use citadel_netpeer::{
     ApiError, Applied, Authority, ClassError, ClassSpec, ConnId, Items, NoVeto, Outgoing,
     Rejection, Value, VetoHook,
@@ -113,14 +115,29 @@ impl NetPeerNode {
         let mut driven = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let result = input(&mut driven, now);
         self.metrics.netpeer.publish(driven.core.counters());
-        while let Some(out) = driven.core.poll_output() {
-            self.route(out);
+        // The core shares one body's `Bytes` among the receivers of a bunch;
+        // frame each distinct body once per drain and share the frame. The
+        // cache holds the body, so its address cannot be reused meanwhile.
+        let mut framed: HashMap<(usize, usize, u16), (Bytes, Bytes)> = HashMap::new();
+        while let Some(Outgoing { conn, kind, body }) = driven.core.poll_output() {
+            let key = (body.as_ptr() as usize, body.len(), kind);
+            let frame = framed
+                .entry(key)
+                .or_insert_with(|| {
+                    let f = frame(&Envelope {
+                        kind,
+                        body: body.clone(),
+                    });
+                    (body, f)
+                })
+                .1
+                .clone();
+            self.route(conn, frame);
         }
         result
     }
 
-    fn route(&self, Outgoing { conn, kind, body }: Outgoing) {
-        let frame = frame(&Envelope { kind, body });
+    fn route(&self, conn: ConnId, frame: Bytes) {
         if !self.router.to_participant(conn, Lane::Reliable, frame) {
             self.metrics
                 .netpeer
