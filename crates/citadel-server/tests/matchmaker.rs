@@ -411,6 +411,53 @@ async fn ttl_expiry_disconnect_and_handoff_expiry() {
 }
 
 #[tokio::test]
+async fn an_early_leaver_does_not_take_the_match_away() {
+    let mut cfg = config();
+    cfg.matchmaker.handoff_ttl_ms = 1_500;
+    let node = start_with(cfg).await;
+    let mut ann = player(&node, "mm-early-ann").await;
+    let mut ben = player(&node, "mm-early-ben").await;
+    let ann_id = add(&mut ann, ticket("", json!({}), 2, 2)).await.unwrap();
+    let ben_id = add(&mut ben, ticket("", json!({}), 2, 2)).await.unwrap();
+    let (ann_match, ben_match) = (
+        matched(&mut ann.client).await,
+        matched(&mut ben.client).await,
+    );
+    let accept = json!({"ticket_id": ann_id, "join_token": ann_match.join_token});
+    call(&mut ann.client, "matchmaker.accept", accept)
+        .await
+        .unwrap();
+    recv_kind(&mut ann.client, KIND_ROOM_JOINED).await;
+    // Ann leaves the match at once; the room is empty but Ben's token is live.
+    ann.client.close().await.unwrap();
+    let shared = node.shared().clone();
+    let room = citadel_server::place::RoomId::new(ann_match.match_id).unwrap();
+    eventually("ann detached", || {
+        let rooms = shared.realm.rooms();
+        rooms.iter().any(|r| r.id == room.get() && r.members == 0)
+    })
+    .await;
+    assert!(shared.realm.room_exists(room), "held while tokens are live");
+    let accept = json!({"ticket_id": ben_id, "join_token": ben_match.join_token});
+    assert_eq!(
+        call(&mut ben.client, "matchmaker.accept", accept)
+            .await
+            .unwrap()["accepted"],
+        true
+    );
+    let joined = recv_kind(&mut ben.client, KIND_ROOM_JOINED).await;
+    assert!(!joined.body.is_empty());
+    // After the tokens expire the hold is released: Ben's leave removes it.
+    tokio::time::sleep(Duration::from_millis(1_600)).await;
+    assert!(shared.realm.room_exists(room), "occupied rooms stay");
+    ben.client.close().await.unwrap();
+    eventually("emptied room removed after expiry", || {
+        !shared.realm.room_exists(room)
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn unaccepted_matches_are_pruned_and_the_rate_limit_holds() {
     let mut cfg = config();
     cfg.matchmaker.handoff_ttl_ms = 100;

@@ -3,7 +3,9 @@
 //! What it is: creating a closed room with no members and a label chosen by
 //! the matchmaker, admitting a participant into it on the matchmaker's word
 //! (the join policy and the closed flag are not consulted: the redeemed
-//! join token is the authorisation), and pruning it if nobody ever came.
+//! join token is the authorisation), holding it while its tokens are
+//! redeemable (emptying it early does not remove it), and pruning it once
+//! they have expired if it is empty.
 //! What it is not: a plain `ROOM_JOIN` path; `join_by_id` still refuses a
 //! closed room. Call order: [`Realm::create_matched`] → any number of
 //! [`Realm::enter_matched`] → [`Realm::prune_if_empty`] once the handoffs
@@ -35,6 +37,7 @@ impl Realm {
                 members: MemberSet::default(),
                 ready: HashSet::new(),
                 scope,
+                held: true,
             },
         );
         Ok(id)
@@ -65,10 +68,16 @@ impl Realm {
         self.lock().rooms.contains_key(&room_id)
     }
 
-    /// Removes `room_id` if nobody is in it (a match nobody accepted).
+    /// Releases the hold on `room_id` once its handoffs have expired:
+    /// removes it if nobody is in it (a match nobody accepted, or whose
+    /// players all left), else lets the last leave remove it as usual.
     pub fn prune_if_empty(&self, room_id: RoomId) -> bool {
         let mut st = self.lock();
-        if !st.rooms.get(&room_id).is_some_and(|r| r.members.is_empty()) {
+        let Some(room) = st.rooms.get_mut(&room_id) else {
+            return false;
+        };
+        room.held = false;
+        if !room.members.is_empty() {
             return false;
         }
         st.rooms.remove(&room_id);

@@ -171,6 +171,11 @@ struct RoomState {
     members: MemberSet,
     ready: HashSet<u64>,
     scope: Arc<Scope>,
+    /// A matched room whose join tokens are still redeemable: it survives
+    /// being emptied (a player who accepted and left early must not take
+    /// the match away from those still holding tokens) until the
+    /// matchmaker's [`Realm::prune_if_empty`] releases it.
+    held: bool,
 }
 
 #[derive(Debug)]
@@ -345,6 +350,7 @@ impl Realm {
                             members: MemberSet::default(),
                             ready: HashSet::new(),
                             scope,
+                            held: false,
                         },
                     );
                     self.move_into(&mut st, participant_id, id);
@@ -563,7 +569,7 @@ impl Realm {
                     room.members.remove(participant_id);
                     room.ready.remove(&participant_id);
                     room.scope.publish(room.members.snapshot());
-                    if room.members.is_empty() {
+                    if room.members.is_empty() && !room.held {
                         prune = Some(room.name.clone());
                     }
                 }
