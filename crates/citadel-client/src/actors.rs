@@ -10,13 +10,19 @@
 //! steady rate (relay mode). [`ActorView::render`] gives every remote
 //! actor's interpolated transform.
 //!
-//! Predicted mode (a ROLE OwnerPredicted naming this client, by Assign or
-//! Handoff): call [`ActorView::input`] once per local simulation step with
-//! the move intent and an optional fire command and send the kind-9
-//! envelope it returns (unreliably where possible). The input is applied
-//! at once ([`ActorView::predicted_position`] draws it, smoothed); every
-//! snapshot carrying the object's `last_input_seq` reconciles the
-//! prediction ([`ActorEvent::Corrected`] with the correction magnitude)
+//! Predicted mode: every object a ROLE OwnerPredicted names this client
+//! the owner of (its avatar by Assign, anything game logic hands it by
+//! Handoff; at most [`MAX_PREDICTED`]) is predicted on its own, and a ROLE
+//! naming another owner (or the server), or a despawn, stops only that
+//! object's prediction. Once per local simulation step call
+//! [`ActorView::handle_input`] for each owned object you move, with the
+//! move intent and an optional fire command, then send the one kind-9
+//! envelope [`ActorView::poll_input`] returns (unreliably where possible):
+//! it carries the unacknowledged frames of every owned object. With one
+//! object, [`ActorView::input`] does both. The input is applied at once
+//! ([`ActorView::predicted_position`] draws an object, smoothed); every
+//! snapshot carrying an object's `last_input_seq` reconciles that object
+//! ([`ActorEvent::Corrected`] with its id and the correction magnitude)
 //! and every kind-12 answer becomes [`ActorEvent::FireResult`]. The
 //! client never decides a hit.
 //!
@@ -32,13 +38,15 @@ use std::sync::Arc;
 use citadel_netcode::input::InputParams;
 use citadel_netcode::interp::{Interpolator, Rendered};
 use citadel_netcode::predict::{Correction, Predictor};
+pub use citadel_netcode::predictions::MAX_PREDICTED;
+use citadel_netcode::predictions::Predictions;
 use citadel_netcode::receiver::{SnapshotReceiver, ViewState};
 use citadel_wire::actor::{NaDespawn, NaPresence, NaSpawn, NaSpawnBatch, NaState, NaTransform};
 use citadel_wire::protocol::{
     KIND_NA_DESPAWN, KIND_NA_SPAWN, KIND_NA_SPAWN_BATCH, KIND_TSYNC_HELLO, KIND_TSYNC_REWIND,
     KIND_TSYNC_ROLE, KIND_TSYNC_SNAPSHOT,
 };
-use citadel_wire::tsync::{FireCommand, HelloParams, Rewind, Role, RoleChange};
+use citadel_wire::tsync::{FireCommand, HelloParams, Rewind, RoleChange};
 use citadel_wire::{Envelope, WireBody};
 
 /// The opt-in HELLO (empty body).
@@ -90,8 +98,9 @@ pub enum ActorEvent {
     Despawned(u32),
     /// A role or relevancy transition.
     Role(RoleChange),
-    /// A snapshot acknowledged this client's input on its predicted object
-    /// and the prediction was reconciled (magnitude 0 when it matched).
+    /// A snapshot acknowledged this client's input on one of its predicted
+    /// objects (`object_id`) and that prediction was reconciled (magnitude
+    /// 0 when it matched).
     Corrected(Correction),
     /// The server resolved one of this client's fire commands (kind 12).
     FireResult(Rewind),
@@ -113,7 +122,7 @@ pub struct ActorView {
     me: Option<u64>,
     newest_snapshot: u32,
     input_params: Option<InputParams>,
-    prediction: Option<Predictor>,
+    predictions: Predictions,
 }
 
 impl Default for ActorView {
@@ -131,7 +140,7 @@ impl Default for ActorView {
             me: None,
             newest_snapshot: 0,
             input_params: None,
-            prediction: None,
+            predictions: Predictions::new(),
         }
     }
 }
@@ -185,19 +194,8 @@ impl ActorView {
                     self.newest_tick = applied.server_tick;
                     self.newest_snapshot = applied.snapshot_id;
                     self.interp.handle_applied(&applied);
-                    if let Some(p) = &mut self.prediction {
-                        let id = p.object_id();
-                        for &(object, seq) in &applied.input_acks {
-                            if object != id {
-                                continue;
-                            }
-                            if let Some(view) = applied.state.get(&id)
-                                && let Some(c) = p.handle_authoritative(seq, view.position)
-                            {
-                                events.push(ActorEvent::Corrected(c));
-                            }
-                        }
-                    }
+                    let corrected = self.predictions.handle_applied(&applied);
+                    events.extend(corrected.into_iter().map(ActorEvent::Corrected));
                     if let Some(ack) = receiver.poll_ack() {
                         self.pending_ack = Some(ack.to_envelope());
                     }
@@ -242,6 +240,7 @@ impl ActorView {
                     if self.local == Some(d.object_id) {
                         self.local = None;
                     }
+                    self.predictions.handle_forget(d.object_id);
                 }
             }
             KIND_TSYNC_ROLE => {
@@ -279,47 +278,21 @@ impl ActorView {
         ActorEvent::Spawned(actor)
     }
 
-    /// Starts, restarts or stops predicting on a role transition: an
-    /// OwnerPredicted role naming this client predicts the object (a new
-    /// epoch restarts its sequence); any other owner of the predicted
-    /// object stops it. A role older than the predicted epoch is ignored.
+    /// Starts, restarts or stops predicting one object on a role
+    /// transition: an OwnerPredicted role naming this client predicts it (a
+    /// new epoch restarts its sequence); any other owner stops it; a role
+    /// older than the predicted epoch is ignored; the other predicted
+    /// objects are untouched.
     fn handle_role(&mut self, role: &RoleChange) {
         let mine = self.me.is_some_and(|me| me != 0 && me == role.owner);
-        if let Some(p) = &self.prediction
-            && p.object_id() == role.object_id
-            && role.ownership_epoch < p.epoch()
-        {
-            return;
-        }
-        if mine && role.role == Role::OwnerPredicted {
-            let start = self.position_of(role.object_id);
-            match &mut self.prediction {
-                Some(p) if p.object_id() == role.object_id => {
-                    if p.epoch() != role.ownership_epoch {
-                        p.handle_epoch(role.ownership_epoch, start);
-                    }
-                }
-                _ => {
-                    let params = self.input_params();
-                    let tolerance = self
-                        .params
-                        .map_or(0.125, |h| 1.0 / h.position_values_per_unit.max(1) as f32);
-                    self.prediction = Some(Predictor::new(
-                        params,
-                        tolerance,
-                        role.object_id,
-                        role.ownership_epoch,
-                        start,
-                    ));
-                }
-            }
-        } else if self
-            .prediction
-            .as_ref()
-            .is_some_and(|p| p.object_id() == role.object_id)
-        {
-            self.prediction = None;
-        }
+        let start = self.position_of(role.object_id);
+        let tolerance = self
+            .params
+            .map_or(0.125, |h| 1.0 / h.position_values_per_unit.max(1) as f32);
+        let params = self.input_params();
+        let _ = self
+            .predictions
+            .handle_role(role, mine, start, params, tolerance);
     }
 
     /// Where the client holds `object_id` now: the newest snapshot, else
@@ -353,39 +326,79 @@ impl ActorView {
         });
     }
 
-    /// The object this client predicts, if a ROLE made it its owner.
-    pub fn predicted_object(&self) -> Option<u32> {
-        self.prediction.as_ref().map(Predictor::object_id)
+    /// The objects this client predicts (ROLE made it their owner), in id
+    /// order.
+    pub fn predicted_objects(&self) -> impl Iterator<Item = u32> + '_ {
+        self.predictions.objects()
     }
 
-    /// The prediction itself (position, unacknowledged inputs, the last
-    /// correction).
-    pub fn prediction(&self) -> Option<&Predictor> {
-        self.prediction.as_ref()
+    /// Whether this client predicts `object_id`.
+    pub fn is_predicted(&self, object_id: u32) -> bool {
+        self.predictions.get(object_id).is_some()
     }
 
-    /// One local simulation step of the predicted object: `dt` seconds at
-    /// `move_velocity` (cm/s), optionally firing a ray from `origin` along
-    /// `direction` (cm). Applied locally at once; returns the kind-9
-    /// envelope to send (every unacknowledged input, oldest first, with the
-    /// newest snapshot acknowledged). `None` when nothing is predicted.
+    /// The prediction of `object_id` (position, unacknowledged inputs, the
+    /// last correction).
+    pub fn prediction(&self, object_id: u32) -> Option<&Predictor> {
+        self.predictions.get(object_id)
+    }
+
+    /// Objects handed to this client that it does not predict because it
+    /// predicted [`MAX_PREDICTED`] already (ROLE frames ignored); they are
+    /// drawn from snapshots and stay still until input moves them.
+    pub fn predictions_refused(&self) -> u64 {
+        self.predictions.refused()
+    }
+
+    /// One local simulation step of the predicted `object_id`: `dt`
+    /// seconds at `move_velocity` (cm/s), optionally firing a ray from
+    /// `origin` along `direction` (cm). Applied locally at once; send
+    /// [`ActorView::poll_input`] after the step. `false` (nothing done)
+    /// when the object is not predicted.
+    pub fn handle_input(
+        &mut self,
+        object_id: u32,
+        dt: f32,
+        move_velocity: [f32; 3],
+        fire: Option<FireCommand>,
+    ) -> bool {
+        let tick = self.newest_tick;
+        self.predictions
+            .handle_input(object_id, tick, dt, move_velocity, fire)
+            .is_some()
+    }
+
+    /// The kind-9 envelope to send after a step: every predicted object's
+    /// unacknowledged inputs (oldest first, each object's fair share of
+    /// the bundle), with the newest snapshot acknowledged; `None` when
+    /// everything is acknowledged.
+    pub fn poll_input(&self) -> Option<Envelope> {
+        self.predictions
+            .poll_bundle(self.newest_snapshot)
+            .map(|b| b.to_envelope())
+    }
+
+    /// [`ActorView::handle_input`] then [`ActorView::poll_input`]: one
+    /// step of one object (the single-avatar case). `None` when the
+    /// object is not predicted.
     pub fn input(
         &mut self,
+        object_id: u32,
         dt: f32,
         move_velocity: [f32; 3],
         fire: Option<FireCommand>,
     ) -> Option<Envelope> {
-        let tick = self.newest_tick;
-        let acked = self.newest_snapshot;
-        let p = self.prediction.as_mut()?;
-        p.handle_input(tick, dt, move_velocity, fire);
-        p.poll_bundle(acked).map(|b| b.to_envelope())
+        if !self.handle_input(object_id, dt, move_velocity, fire) {
+            return None;
+        }
+        self.poll_input()
     }
 
-    /// The predicted object's position to draw this frame (the prediction
-    /// plus a decaying correction offset); call once per rendered frame.
-    pub fn predicted_position(&mut self) -> Option<[f32; 3]> {
-        self.prediction.as_mut().map(Predictor::poll_render)
+    /// Where to draw the predicted `object_id` this frame (the prediction
+    /// plus a decaying correction offset); call once per rendered frame
+    /// per object. `None` when it is not predicted.
+    pub fn predicted_position(&mut self, object_id: u32) -> Option<[f32; 3]> {
+        self.predictions.poll_render(object_id)
     }
 
     /// The acknowledgement to send after the last applied snapshot.

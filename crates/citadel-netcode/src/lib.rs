@@ -39,6 +39,10 @@
 //!   immediate local integration with the server's clamps, redundant input
 //!   bundles, replay of unacknowledged inputs on each authoritative state,
 //!   a decaying visual correction and its magnitude per snapshot.
+//! - [`predictions::Predictions`]: one predictor per object the client
+//!   owns (avatar, handed-off vehicles, at most
+//!   [`predictions::MAX_PREDICTED`]), started and stopped by ROLE frames,
+//!   one bundle per step for all of them, reconciled per object.
 //! - [`interp::Interpolator`]: per-object sample buffers and rendering in the
 //!   past with Hermite/linear position, slerp rotation, bounded
 //!   extrapolation, adaptive delay.
@@ -61,6 +65,7 @@ pub mod input;
 pub mod interest;
 pub mod interp;
 pub mod predict;
+pub mod predictions;
 pub mod receiver;
 pub mod rewind;
 pub mod sender;

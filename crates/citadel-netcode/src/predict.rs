@@ -57,6 +57,8 @@ struct Pending {
 /// What one authoritative state did to the prediction.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Correction {
+    /// The predicted object.
+    pub object_id: u32,
     /// The acknowledged input.
     pub input_seq: u32,
     /// The distance between the predicted and the server position after
@@ -221,13 +223,13 @@ impl Predictor {
         Some(InputBundle {
             acked_snapshot_id,
             last_seen_snapshot_id: acked_snapshot_id,
-            frames: self
-                .pending
-                .iter()
-                .take(MAX_BUNDLE_FRAMES)
-                .map(|p| self.frame(p))
-                .collect(),
+            frames: self.unacked_frames().take(MAX_BUNDLE_FRAMES).collect(),
         })
+    }
+
+    /// Every unacknowledged frame, oldest first (what a bundle repeats).
+    pub fn unacked_frames(&self) -> impl Iterator<Item = InputFrame> + '_ {
+        self.pending.iter().map(|p| self.frame(p))
     }
 
     /// A snapshot says the server applied every input up to `input_seq`
@@ -256,6 +258,7 @@ impl Predictor {
         let error = predicted.map_or(f32::INFINITY, |p| length(sub(server_position, p)));
         let correction = if error <= self.tolerance {
             Correction {
+                object_id: self.object_id,
                 input_seq,
                 error: 0.0,
                 magnitude: 0.0,
@@ -272,6 +275,7 @@ impl Predictor {
                 [0, 1, 2].map(|a| self.offset[a] + jump[a])
             };
             Correction {
+                object_id: self.object_id,
                 input_seq,
                 error: if error.is_finite() { error } else { magnitude },
                 magnitude,

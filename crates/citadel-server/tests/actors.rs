@@ -320,6 +320,11 @@ async fn server_owned_npcs_global_room_bound_and_patrolling() {
         .await;
 }
 
+/// The player's own avatar, once a ROLE made it predicted.
+fn predicted_avatar(p: &Player) -> Option<u32> {
+    p.view.local_object().filter(|id| p.view.is_predicted(*id))
+}
+
 /// The participant id of a player (the owner field of its own spawn).
 fn participant_of(p: &Player) -> u64 {
     p.view
@@ -349,18 +354,16 @@ async fn a_predicted_avatar_moves_by_input_and_its_shots_are_resolved(t: Transpo
     let mut target = Player::join_on(&node, t).await;
     target.announce(7, 0.0).await;
     target
-        .pump_until("target prediction", |p| p.view.predicted_object().is_some())
+        .pump_until("target prediction", |p| predicted_avatar(p).is_some())
         .await;
-    let target_id = target.view.predicted_object().unwrap();
+    let target_id = predicted_avatar(&target).unwrap();
     let mut shooter = Player::join_on(&node, t).await;
     let env = shooter.view.announce(7, at(0.0, -1_000.0));
     shooter.client.send(&env).await.unwrap();
     shooter
-        .pump_until("shooter prediction", |p| {
-            p.view.predicted_object().is_some()
-        })
+        .pump_until("shooter prediction", |p| predicted_avatar(p).is_some())
         .await;
-    let me = shooter.view.predicted_object().unwrap();
+    let me = predicted_avatar(&shooter).unwrap();
     assert!(shooter.events.iter().any(|e| matches!(
         e,
         ActorEvent::Role(r) if r.object_id == me && r.role == Role::OwnerPredicted && r.event == RoleEvent::Assign
@@ -371,17 +374,17 @@ async fn a_predicted_avatar_moves_by_input_and_its_shots_are_resolved(t: Transpo
     for _ in 0..30 {
         let env = shooter
             .view
-            .input(1.0 / 60.0, [1_200.0, 0.0, 0.0], None)
+            .input(me, 1.0 / 60.0, [1_200.0, 0.0, 0.0], None)
             .unwrap();
         shooter.client.send(&env).await.unwrap();
         shooter.pump(Duration::from_millis(16)).await;
     }
     shooter
         .pump_until("every input acknowledged", |p| {
-            p.view.prediction().is_some_and(|q| q.acked() == 30)
+            p.view.prediction(me).is_some_and(|q| q.acked() == 30)
         })
         .await;
-    let predicted = shooter.view.prediction().unwrap().position();
+    let predicted = shooter.view.prediction(me).unwrap().position();
     assert!((predicted[0] - 600.0).abs() < 0.01, "{predicted:?}");
     let server = shooter.position_of(me).unwrap();
     assert!(
@@ -420,7 +423,7 @@ async fn a_predicted_avatar_moves_by_input_and_its_shots_are_resolved(t: Transpo
     for fire in [at_target, away] {
         let env = shooter
             .view
-            .input(1.0 / 60.0, [0.0; 3], Some(fire))
+            .input(me, 1.0 / 60.0, [0.0; 3], Some(fire))
             .unwrap();
         shooter.client.send(&env).await.unwrap();
         shooter.pump(Duration::from_millis(16)).await;
@@ -447,16 +450,18 @@ async fn a_predicted_avatar_moves_by_input_and_its_shots_are_resolved(t: Transpo
     );
 
     // Game logic hands the target's avatar to the shooter: both hear the
-    // Handoff; the shooter predicts it, the target stops.
+    // Handoff; the shooter predicts it beside its own, the target stops.
     hub.set_owner(target_id, pid).unwrap();
     shooter
-        .pump_until("the handoff", |p| {
-            p.view.predicted_object() == Some(target_id)
-        })
+        .pump_until("the handoff", |p| p.view.is_predicted(target_id))
         .await;
+    assert!(
+        shooter.view.is_predicted(me),
+        "its own avatar still predicted"
+    );
     target
         .pump_until("the target's handoff", |p| {
-            p.view.predicted_object().is_none()
+            p.view.predicted_objects().next().is_none()
         })
         .await;
     let handoff = |p: &Player| {

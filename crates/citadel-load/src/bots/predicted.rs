@@ -190,9 +190,9 @@ async fn bot(
                 if now >= until {
                     break;
                 }
-                if view.predicted_object().is_none() {
+                let Some(avatar) = view.local_object().filter(|id| view.is_predicted(*id)) else {
                     continue;
-                }
+                };
                 if !assigned {
                     assigned = true;
                     shared.assigned.fetch_add(1, Ordering::Relaxed);
@@ -200,7 +200,7 @@ async fn bot(
                 steps += 1;
                 let angle = spin + steps as f32 * dt;
                 let velocity = [300.0 * angle.cos(), 300.0 * angle.sin(), 0.0];
-                if let Some(input) = view.input(dt, velocity, None) {
+                if let Some(input) = view.input(avatar, dt, velocity, None) {
                     next_seq += 1;
                     client.send(&input).await?;
                     if now >= measure_from {

@@ -141,17 +141,20 @@ impl<P: PlaceKey> ActorServer<P> {
             c.sender.handle_ack(&window);
             outcome.acked = true;
         }
-        let mut owned = None;
+        // A bundle may carry frames for several owned objects (at most 32).
+        let mut owned: Vec<u32> = Vec::new();
         for frame in &bundle.frames {
             match self.offer_input(participant_id, frame) {
                 Ok(object_id) => {
                     outcome.accepted += 1;
-                    owned = Some(object_id);
+                    if !owned.contains(&object_id) {
+                        owned.push(object_id);
+                    }
                 }
                 Err(reason) => outcome.refuse(reason),
             }
         }
-        if let Some(object_id) = owned {
+        for object_id in owned {
             self.release_input(participant_id, object_id, &mut outcome);
         }
         outcome
@@ -221,7 +224,7 @@ impl<P: PlaceKey> ActorServer<P> {
         }
         object.last_input_seq = owned.queue.last_input_seq();
         let world = owned.world;
-        outcome.applied = applied;
+        outcome.applied += applied;
         for (input_seq, fire, at) in fires {
             let shot = Shot {
                 input_seq,

@@ -241,3 +241,37 @@ fn handoff_refusals_and_an_avatar_handed_away() {
     let out = stage.input(1, vec![frame(avatar, 4, 1, 1_000.0)]);
     assert_eq!(out.applied, 1);
 }
+
+#[test]
+fn one_bundle_moves_every_object_its_sender_owns() {
+    let (mut stage, avatar, npc) = stage();
+    stage
+        .apply(|s, now| s.handle_set_owner(npc, 1, now))
+        .unwrap();
+    let npc_at = stage.server.npc_transform(npc).unwrap().position;
+    // Interleaved frames for the avatar (epoch 1) and the handed NPC
+    // (epoch 1), the avatar's last: both run their contiguous sequence.
+    let frames = (1..=3)
+        .flat_map(|s| [frame(npc, 1, s, -1_000.0), frame(avatar, 1, s, 1_000.0)])
+        .collect();
+    let out = stage.input(1, frames);
+    assert_eq!((out.accepted, out.applied, out.unserved), (6, 6, 0));
+    let moved = stage.server.npc_transform(npc).unwrap().position;
+    assert!(
+        near(moved, [npc_at[0] - 150.0, npc_at[1], npc_at[2]]),
+        "the NPC took its 3 × 50 ms at -1 000 cm/s at once: {moved:?}"
+    );
+    stage.run(12);
+    let seen = stage.peer(1).position(avatar).unwrap();
+    assert!(near(seen, [150.0, 0.0, 0.0]), "{seen:?}");
+    let acks = stage
+        .peer(1)
+        .take_applied()
+        .last()
+        .map(|a| a.input_acks.clone())
+        .unwrap();
+    assert!(
+        acks.contains(&(avatar, 3)) && acks.contains(&(npc, 3)),
+        "each echoes its own last_input_seq: {acks:?}"
+    );
+}
