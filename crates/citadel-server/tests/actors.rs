@@ -5,7 +5,10 @@
 //! malformed bodies, server-owned NPCs (global, room-bound, patrolling);
 //! on WebSocket and QUIC: a predicted avatar driven by validated input
 //! (zero correction), its ROLE Assign and Handoff, the measured round trip
-//! and kind-12 fire results (a hit and a miss).
+//! and kind-12 fire results (a hit and a miss); an avatar plus an object
+//! handed over by Lua `citadel.set_owner`, both driven by one bundle per
+//! step. On WebSocket: a shot from beyond `fire_origin_tolerance` answered
+//! as a miss and counted in /metrics.
 
 mod common;
 
@@ -17,6 +20,7 @@ use citadel_client::wire::actor::NaTransform;
 use citadel_client::wire::protocol::{
     KIND_NA_SPAWN, KIND_NA_SPAWN_BATCH, KIND_TSYNC_HELLO, KIND_TSYNC_ROLE,
 };
+use citadel_client::wire::tsync::FireCommand;
 use citadel_server::RunningNode;
 use citadel_server::actors::{NpcSpawn, Patrol, WorldKey};
 use citadel_server::metrics::DropReason;
@@ -325,6 +329,38 @@ fn predicted_avatar(p: &Player) -> Option<u32> {
     p.view.local_object().filter(|id| p.view.is_predicted(*id))
 }
 
+/// A player with a predicted avatar (archetype 7) at `spawn`, once its
+/// ROLE Assign arrived; with its avatar's object id.
+async fn predicted_player(node: &RunningNode, t: Transport, spawn: NaTransform) -> (Player, u32) {
+    let mut p = Player::join_on(node, t).await;
+    let env = p.view.announce(7, spawn);
+    p.client.send(&env).await.unwrap();
+    p.pump_until("the avatar's prediction", |p| predicted_avatar(p).is_some())
+        .await;
+    let id = predicted_avatar(&p).unwrap();
+    (p, id)
+}
+
+/// One local step of each `(object, velocity)`, sent as one bundle.
+async fn step(p: &mut Player, moves: &[(u32, [f32; 3])], fire: Option<FireCommand>) {
+    for &(object_id, velocity) in moves {
+        assert!(p.view.handle_input(object_id, 1.0 / 60.0, velocity, fire));
+    }
+    let bundle = p.view.poll_input().expect("unacknowledged input");
+    p.client.send(&bundle).await.unwrap();
+    p.pump(Duration::from_millis(16)).await;
+}
+
+fn corrections(p: &Player, object_id: u32) -> Vec<f32> {
+    p.events
+        .iter()
+        .filter_map(|e| match e {
+            ActorEvent::Corrected(c) if c.object_id == object_id => Some(c.magnitude),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The participant id of a player (the owner field of its own spawn).
 fn participant_of(p: &Player) -> u64 {
     p.view
@@ -345,25 +381,14 @@ fn fire_results(p: &Player) -> Vec<citadel_client::wire::tsync::Rewind> {
 }
 
 async fn a_predicted_avatar_moves_by_input_and_its_shots_are_resolved(t: Transport) {
-    use citadel_client::wire::tsync::{FireCommand, Role, RoleEvent};
+    use citadel_client::wire::tsync::{Role, RoleEvent};
     let mut config = test_config();
     config.transform_sync.predicted_authoritative_archetypes = vec![7];
     config.transport.websocket.heartbeat_interval_ms = 200;
     let node = start(config).await;
     let hub = node.shared().hub.clone();
-    let mut target = Player::join_on(&node, t).await;
-    target.announce(7, 0.0).await;
-    target
-        .pump_until("target prediction", |p| predicted_avatar(p).is_some())
-        .await;
-    let target_id = predicted_avatar(&target).unwrap();
-    let mut shooter = Player::join_on(&node, t).await;
-    let env = shooter.view.announce(7, at(0.0, -1_000.0));
-    shooter.client.send(&env).await.unwrap();
-    shooter
-        .pump_until("shooter prediction", |p| predicted_avatar(p).is_some())
-        .await;
-    let me = predicted_avatar(&shooter).unwrap();
+    let (mut target, target_id) = predicted_player(&node, t, at(0.0, 0.0)).await;
+    let (mut shooter, me) = predicted_player(&node, t, at(0.0, -1_000.0)).await;
     assert!(shooter.events.iter().any(|e| matches!(
         e,
         ActorEvent::Role(r) if r.object_id == me && r.role == Role::OwnerPredicted && r.event == RoleEvent::Assign
@@ -372,12 +397,7 @@ async fn a_predicted_avatar_moves_by_input_and_its_shots_are_resolved(t: Transpo
     // 30 inputs at 1 200 cm/s along x, one per 1/60 s: predicted at once,
     // applied by the server, acknowledged with zero correction.
     for _ in 0..30 {
-        let env = shooter
-            .view
-            .input(me, 1.0 / 60.0, [1_200.0, 0.0, 0.0], None)
-            .unwrap();
-        shooter.client.send(&env).await.unwrap();
-        shooter.pump(Duration::from_millis(16)).await;
+        step(&mut shooter, &[(me, [1_200.0, 0.0, 0.0])], None).await;
     }
     shooter
         .pump_until("every input acknowledged", |p| {
@@ -391,14 +411,7 @@ async fn a_predicted_avatar_moves_by_input_and_its_shots_are_resolved(t: Transpo
         (server[0] - 600.0).abs() < 0.2,
         "the server moved it: {server:?}"
     );
-    let corrections: Vec<f32> = shooter
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            ActorEvent::Corrected(c) => Some(c.magnitude),
-            _ => None,
-        })
-        .collect();
+    let corrections = corrections(&shooter, me);
     assert!(!corrections.is_empty() && corrections.iter().all(|m| *m == 0.0));
 
     // The transport measured the shooter's round trip.
@@ -421,12 +434,7 @@ async fn a_predicted_avatar_moves_by_input_and_its_shots_are_resolved(t: Transpo
         direction: [0.0, -1.0, 0.0],
     };
     for fire in [at_target, away] {
-        let env = shooter
-            .view
-            .input(me, 1.0 / 60.0, [0.0; 3], Some(fire))
-            .unwrap();
-        shooter.client.send(&env).await.unwrap();
-        shooter.pump(Duration::from_millis(16)).await;
+        step(&mut shooter, &[(me, [0.0; 3])], Some(fire)).await;
     }
     shooter
         .pump_until("two fire results", |p| fire_results(p).len() >= 2)
@@ -477,4 +485,125 @@ async fn a_predicted_avatar_moves_by_input_and_its_shots_are_resolved(t: Transpo
     assert_eq!(hub.owner_of(target_id), Some(pid));
 }
 
-both_transports!(a_predicted_avatar_moves_by_input_and_its_shots_are_resolved);
+/// Hands the caller a global cart spawned by the script (`cart`, then
+/// `give`).
+const CART_SCRIPT: &str = r#"
+local cart
+citadel.on_rpc("cart", function()
+    cart = citadel.spawn_actor{ archetype = 5, x = 0, y = 500, z = 100 }
+    return tostring(cart)
+end)
+citadel.on_rpc("give", function(ctx) citadel.set_owner(cart, ctx.sender) return "ok" end)
+"#;
+
+async fn an_avatar_and_a_handed_object_move_by_one_bundle_per_step(t: Transport) {
+    let mut config = test_config();
+    config.transform_sync.predicted_authoritative_archetypes = vec![7];
+    config.runtime.scripts_dir = script_dir("view-cart", CART_SCRIPT).display().to_string();
+    let node = start(config).await;
+    let (mut p, me) = predicted_player(&node, t, at(0.0, 0.0)).await;
+    let pid = participant_of(&p);
+    p.client.call_rpc("cart", b"").await.unwrap();
+    p.pump_until("the cart's spawn", |p| {
+        p.view.actors().any(|a| a.archetype_id == 5)
+    })
+    .await;
+    let cart = p
+        .view
+        .actors()
+        .find(|a| a.archetype_id == 5)
+        .unwrap()
+        .object_id;
+    p.client.call_rpc("give", b"").await.unwrap();
+    p.pump_until("the cart's handoff", |p| p.view.is_predicted(cart))
+        .await;
+    assert!(p.view.is_predicted(me), "the avatar stays predicted");
+    assert_eq!(node.shared().hub.owner_of(cart), Some(pid));
+    // 30 steps, each one bundle with a frame for both objects.
+    for _ in 0..30 {
+        step(
+            &mut p,
+            &[(me, [1_200.0, 0.0, 0.0]), (cart, [0.0, -600.0, 0.0])],
+            None,
+        )
+        .await;
+    }
+    p.pump_until("both objects' inputs acknowledged", |p| {
+        [me, cart]
+            .iter()
+            .all(|id| p.view.prediction(*id).is_some_and(|q| q.acked() == 30))
+    })
+    .await;
+    for (id, want) in [(me, [600.0, 0.0, 100.0]), (cart, [0.0, 200.0, 100.0])] {
+        let server = p.position_of(id).unwrap();
+        assert!(
+            (0..3).all(|a| (server[a] - want[a]).abs() < 0.2),
+            "the server moved {id}: {server:?}"
+        );
+        let predicted = p.view.prediction(id).unwrap().position();
+        assert!(
+            (0..3).all(|a| (predicted[a] - want[a]).abs() < 0.01),
+            "{predicted:?}"
+        );
+        let c = corrections(&p, id);
+        assert!(!c.is_empty() && c.iter().all(|m| *m == 0.0), "{id}: {c:?}");
+    }
+}
+
+both_transports!(
+    a_predicted_avatar_moves_by_input_and_its_shots_are_resolved,
+    an_avatar_and_a_handed_object_move_by_one_bundle_per_step,
+);
+
+/// The `/metrics` value of one player-service event.
+async fn service_metric(node: &RunningNode, event: &str) -> u64 {
+    let text = http_get(node, "/metrics").await.1;
+    let line = format!("citadel_service_events_total{{event=\"{event}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&line))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{line} in /metrics"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shot_from_beyond_the_origin_tolerance_is_a_counted_miss() {
+    let mut config = test_config();
+    config.transform_sync.predicted_authoritative_archetypes = vec![7];
+    config.transform_sync.fire_origin_tolerance = 100.0;
+    let node = start(config).await;
+    let (_target, target_id) = predicted_player(&node, Transport::Ws, at(0.0, 0.0)).await;
+    let (mut shooter, me) = predicted_player(&node, Transport::Ws, at(0.0, -1_000.0)).await;
+    assert!(node.shared().hub.set_hit_eligible(target_id, true));
+    shooter.pump(Duration::from_millis(300)).await;
+    // Both rays point straight at the target; the first starts 500 cm in
+    // front of the shooter, the second 50 cm above its position.
+    let toward = [0.0, 1.0, 0.0];
+    let far = FireCommand {
+        origin: [0.0, -500.0, 100.0],
+        direction: toward,
+    };
+    let near = FireCommand {
+        origin: [0.0, -1_000.0, 150.0],
+        direction: toward,
+    };
+    for fire in [far, near] {
+        step(&mut shooter, &[(me, [0.0; 3])], Some(fire)).await;
+    }
+    shooter
+        .pump_until("two fire results", |p| fire_results(p).len() >= 2)
+        .await;
+    let results = fire_results(&shooter);
+    assert!(
+        !results[0].is_hit() && results[0].object_id == 0,
+        "refused: {:?}",
+        results[0]
+    );
+    assert!(
+        results[1].is_hit() && results[1].object_id == target_id,
+        "within tolerance: {:?}",
+        results[1]
+    );
+    assert_eq!(service_metric(&node, "fire_origin_refused").await, 1);
+    assert_eq!(service_metric(&node, "fire_resolved").await, 2);
+    assert_eq!(service_metric(&node, "fire_hits").await, 1);
+}
