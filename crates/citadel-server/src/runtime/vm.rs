@@ -380,6 +380,27 @@ impl Vm {
         })
     }
 
+    /// `on_input` over one staged bundle (`movement.rs`), under `budget`;
+    /// a bad return discards the invocation's commands like an error.
+    pub fn on_input(
+        &self,
+        caller: &Caller,
+        batch: &citadel_netcode::actors::MovementBatch,
+        budget: Duration,
+    ) -> Outcome<super::movement::Judged> {
+        let mut out = self.invoke(budget, |lua| {
+            let ctx = self.ctx(caller)?;
+            if let Some(room) = caller.place.room() {
+                ctx.set("room_id", room.get())?;
+            }
+            super::movement::judge(lua, ctx, batch)
+        });
+        if matches!(out.result, Ok(Err(_))) {
+            out.commands.clear();
+        }
+        out
+    }
+
     /// `on_room_join`: `fn(ctx, room_id) -> bool`; `Ok(None)` = no handler.
     pub fn room_join(&self, caller: &Caller, room_id: RoomId) -> Outcome<Option<bool>> {
         self.invoke(self.limits.deadline, |lua| {

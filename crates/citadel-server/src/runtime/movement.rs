@@ -1,0 +1,241 @@
+//! `citadel.on_input(fn(ctx, frame))`: game logic judging the predicted
+//! movement of one input bundle, as ONE budgeted VM call per bundle.
+//!
+//! What it is: [`Runtime::on_input`] hands a staged
+//! [`MovementBatch`] (citadel-netcode's two-phase input, see its
+//! `actors/movement.rs`) to the VM thread and waits, without blocking a
+//! tokio worker, for one [`Verdict`] per frame or an
+//! [`InputHookFailure`]. On the VM thread, [`judge`] calls the handler once
+//! per frame, in sequence order, inside one invocation: `ctx` = `{sender,
+//! user_id, room_id, object_id, tick}`; `frame` = `{seq, sim_tick, dt, move,
+//! position, velocity, previous = {position, velocity}, fire = {origin,
+//! direction}}` (vectors are `{x, y, z}`; `position`/`velocity` are what
+//! the built-in integration would produce from `previous`, which is the
+//! outcome of the previous frame's verdict). The return: nil or true
+//! accepts, false vetoes, `{position = v, velocity = v?}` corrects
+//! (velocity defaults to the built-in one; position is clamped to the
+//! bounds, the speed clamp does not apply: server code is trusted).
+//! Anything else, or a non-finite number, is a bad return.
+//!
+//! Bounds: the call runs under `runtime.on_input_budget_ms`; the caller
+//! waits at most `runtime.on_input_wait_ms` (queue wait included), after
+//! which the VM skips the call unrun. Every failure keeps the built-in
+//! integration for the whole bundle; the caller counts it once.
+//!
+//! What it is not: it does not apply anything (the transform hub does,
+//! `crate::actors::movement`) and it holds no lock while waiting.
+//! Call order: [`Runtime::handles_input`] (cheap, no VM) →
+//! [`Runtime::on_input`]; on the VM thread the worker calls
+//! [`InputCall::budget`], then `Vm::on_input` (which runs [`judge`]) and
+//! [`InputCall::answer`], or [`InputCall::expire`].
+
+use std::sync::Arc;
+use std::sync::mpsc::TrySendError;
+use std::time::{Duration, Instant};
+
+use citadel_netcode::actors::{Kinematics, MovementBatch, Verdict};
+use mlua::{Lua, Table, Value};
+use tokio::sync::oneshot;
+
+use super::hooks::{self, Hook};
+use super::transform::{TransformHost, vec3};
+use super::vm::{Caller, Failure};
+use super::{Call, Runtime};
+use crate::metrics::{RuntimeEvent, ServiceEvent};
+
+/// Why the built-in integration was kept for a bundle (one error enum for
+/// the hook, mapped to its metric in [`InputHookFailure::event`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputHookFailure {
+    /// The handler raised.
+    Error,
+    /// The handler ran past `runtime.on_input_budget_ms`.
+    Timeout,
+    /// The VM hit `runtime.memory_limit_mb`.
+    Memory,
+    /// No verdicts within `runtime.on_input_wait_ms`.
+    Wait,
+    /// The runtime queue was full.
+    QueueFull,
+    /// The handler returned an unusable value.
+    BadReturn,
+    /// The runtime stopped, or the handler is gone (reload).
+    Unavailable,
+}
+
+impl InputHookFailure {
+    /// The service event it is counted as.
+    pub fn event(self) -> ServiceEvent {
+        match self {
+            InputHookFailure::Error => ServiceEvent::InputHookFallbackError,
+            InputHookFailure::Timeout => ServiceEvent::InputHookFallbackTimeout,
+            InputHookFailure::Memory => ServiceEvent::InputHookFallbackMemory,
+            InputHookFailure::Wait => ServiceEvent::InputHookFallbackWait,
+            InputHookFailure::QueueFull => ServiceEvent::InputHookFallbackQueueFull,
+            InputHookFailure::BadReturn => ServiceEvent::InputHookFallbackBadReturn,
+            InputHookFailure::Unavailable => ServiceEvent::InputHookFallbackUnavailable,
+        }
+    }
+}
+
+/// What one invocation produced: verdicts, or a judgement that cannot be
+/// used (bad return, no handler).
+pub(super) type Judged = Result<Vec<Verdict>, InputHookFailure>;
+
+/// One queued `on_input` call.
+pub(crate) struct InputCall {
+    pub(super) caller: Caller,
+    pub(super) batch: Arc<MovementBatch>,
+    deadline: Instant,
+    reply: oneshot::Sender<Judged>,
+}
+
+impl InputCall {
+    /// The run budget left (at most `budget_ms`); `None` when the caller
+    /// stopped waiting (the call is then skipped).
+    pub(super) fn budget(&self, budget_ms: u64) -> Option<Duration> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        (!self.reply.is_closed() && !left.is_zero())
+            .then(|| left.min(Duration::from_millis(budget_ms)))
+    }
+
+    /// Skipped unrun: the caller's wait is over.
+    pub(super) fn expire(self) {
+        let _ = self.reply.send(Err(InputHookFailure::Wait));
+    }
+
+    /// The invocation's result, to the waiting caller.
+    pub(super) fn answer(self, result: Result<Judged, Failure>) {
+        let judged = match result {
+            Ok(judged) => judged,
+            Err(Failure::Timeout) => Err(InputHookFailure::Timeout),
+            Err(Failure::OutOfMemory) => Err(InputHookFailure::Memory),
+            Err(Failure::Error(_)) => Err(InputHookFailure::Error),
+        };
+        let _ = self.reply.send(judged);
+    }
+}
+
+impl Runtime {
+    /// Whether the script registered `on_input` (no VM involved).
+    pub fn handles_input(&self) -> bool {
+        self.inner
+            .shared
+            .registered
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .has(Hook::Input)
+    }
+
+    /// Runs `on_input` over `batch` for `caller`: one verdict per frame,
+    /// or why the built-in integration applies (see the module docs).
+    pub async fn on_input(
+        &self,
+        caller: Caller,
+        batch: Arc<MovementBatch>,
+    ) -> Result<Vec<Verdict>, InputHookFailure> {
+        let shared = &self.inner.shared;
+        let deadline = Instant::now() + shared.input_wait;
+        let (reply, rx) = oneshot::channel();
+        let call = Call::Input(InputCall {
+            caller,
+            batch,
+            deadline,
+            reply,
+        });
+        match self.inner.tx.try_send(call) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                shared.metrics.runtime_event(RuntimeEvent::QueueFull);
+                return Err(InputHookFailure::QueueFull);
+            }
+            Err(TrySendError::Disconnected(_)) => return Err(InputHookFailure::Unavailable),
+        }
+        match tokio::time::timeout_at(deadline.into(), rx).await {
+            Ok(Ok(judged)) => judged,
+            Ok(Err(_)) => Err(InputHookFailure::Unavailable),
+            Err(_) => Err(InputHookFailure::Wait),
+        }
+    }
+}
+
+fn vector(lua: &Lua, v: [f32; 3]) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(0, 3)?;
+    t.set("x", v[0])?;
+    t.set("y", v[1])?;
+    t.set("z", v[2])?;
+    Ok(t)
+}
+
+fn motion(lua: &Lua, k: Kinematics) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(0, 2)?;
+    t.set("position", vector(lua, k.position)?)?;
+    t.set("velocity", vector(lua, k.velocity)?)?;
+    Ok(t)
+}
+
+/// A finite vector from a Lua table, or `None`.
+fn finite(value: Option<Table>) -> Option<Option<[f32; 3]>> {
+    match value {
+        None => Some(None),
+        Some(t) => vec3(&t)
+            .ok()
+            .filter(|v| v.iter().all(|c| c.is_finite()))
+            .map(Some),
+    }
+}
+
+/// What one handler return means; `None` = a bad return.
+fn verdict(value: Value, proposed: Kinematics) -> Option<Verdict> {
+    match value {
+        Value::Nil | Value::Boolean(true) => Some(Verdict::Accept),
+        Value::Boolean(false) => Some(Verdict::Veto),
+        Value::Table(t) => {
+            let position = finite(t.get::<Option<Table>>("position").ok()?)??;
+            let velocity = finite(t.get::<Option<Table>>("velocity").ok()?)?;
+            Some(Verdict::Correct(Kinematics {
+                position,
+                velocity: velocity.unwrap_or(proposed.velocity),
+            }))
+        }
+        _ => None,
+    }
+}
+
+/// Runs the handler over every frame of `batch` (see the module docs);
+/// `ctx` already carries the caller.
+pub(super) fn judge(lua: &Lua, ctx: Table, batch: &MovementBatch) -> mlua::Result<Judged> {
+    let Some(f) = hooks::hook_fn(lua, Hook::Input)? else {
+        return Ok(Err(InputHookFailure::Unavailable));
+    };
+    let object_id = lua
+        .app_data_ref::<TransformHost>()
+        .map_or(batch.object_id, |host| host.script_id(batch.object_id));
+    ctx.set("object_id", object_id)?;
+    ctx.set("tick", batch.tick.0)?;
+    let mut verdicts = Vec::with_capacity(batch.frames.len());
+    let mut previous = batch.start;
+    for frame in &batch.frames {
+        let proposed = batch.proposed(frame, previous);
+        let t = lua.create_table_with_capacity(0, 9)?;
+        t.set("seq", frame.input_seq)?;
+        t.set("sim_tick", frame.sim_tick)?;
+        t.set("dt", frame.dt)?;
+        t.set("move", vector(lua, frame.move_velocity)?)?;
+        t.set("position", vector(lua, proposed.position)?)?;
+        t.set("velocity", vector(lua, proposed.velocity)?)?;
+        t.set("previous", motion(lua, previous)?)?;
+        if let Some(fire) = frame.fire {
+            let shot = lua.create_table_with_capacity(0, 2)?;
+            shot.set("origin", vector(lua, fire.origin)?)?;
+            shot.set("direction", vector(lua, fire.direction)?)?;
+            t.set("fire", shot)?;
+        }
+        let Some(verdict) = verdict(f.call::<Value>((&ctx, t))?, proposed) else {
+            return Ok(Err(InputHookFailure::BadReturn));
+        };
+        previous = batch.step(frame, previous, &verdict);
+        verdicts.push(verdict);
+    }
+    Ok(Ok(verdicts))
+}
