@@ -96,7 +96,8 @@ pub struct MovementBatch {
     pub frames: Vec<StagedFrame>,
     /// The watermark after the last frame.
     pub last_input_seq: u32,
-    params: InputParams,
+    /// The clamps and bounds of the object's queue.
+    pub params: InputParams,
 }
 
 impl MovementBatch {

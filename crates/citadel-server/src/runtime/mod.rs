@@ -38,7 +38,7 @@ pub use hooks::Registered;
 pub use movement::InputHookFailure;
 pub use policy::{LuaMatchLabeler, LuaRoomPolicy, LuaRpc};
 pub use services::HostServices;
-pub use vm::{Caller, Failure, LabelSpec, LoadError};
+pub use vm::{Caller, Failure, LabelSpec, Limits, LoadError, Vm};
 pub use worker::Origin;
 
 use std::path::PathBuf;

@@ -239,3 +239,146 @@ pub(super) fn judge(lua: &Lua, ctx: Table, batch: &MovementBatch) -> mlua::Resul
     }
     Ok(Ok(verdicts))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use citadel_netcode::actors::{StagedFrame, Tick};
+    use citadel_netcode::input::InputParams;
+
+    use super::*;
+    use crate::place::{Place, RoomId};
+    use crate::runtime::vm::{Limits, Vm};
+
+    fn vm(src: &str) -> Vm {
+        let limits = Limits {
+            deadline: Duration::from_millis(100),
+            tick_deadline: Duration::from_millis(20),
+            memory_bytes: 16 * 1024 * 1024,
+            scripts_dir: PathBuf::from("."),
+        };
+        Vm::load_source(&limits, src.as_bytes(), "=test").unwrap()
+    }
+
+    fn caller() -> Caller {
+        Caller {
+            participant_id: 7,
+            user_id: Some("u-1".into()),
+            place: Place::Room(RoomId::new(3).unwrap()),
+        }
+    }
+
+    /// Four frames of +1 000 cm/s along x for 0.05 s from the origin.
+    fn batch() -> MovementBatch {
+        let frames = (1..=4)
+            .map(|seq| StagedFrame {
+                input_seq: seq,
+                sim_tick: seq,
+                dt: 0.05,
+                move_velocity: [1_000.0, 0.0, 0.0],
+                velocity: [1_000.0, 0.0, 0.0],
+                fire: None,
+            })
+            .collect();
+        MovementBatch {
+            participant_id: 7,
+            object_id: 12,
+            ownership_epoch: 1,
+            tick: Tick(99),
+            start: Kinematics::default(),
+            frames,
+            last_input_seq: 4,
+            params: InputParams::default(),
+        }
+    }
+
+    const MS: Duration = Duration::from_millis(50);
+
+    #[test]
+    fn verdicts_follow_the_returns_and_each_frame_starts_from_the_last_outcome() {
+        let vm = vm(r#"
+            local seen = {}
+            citadel.on_input(function(ctx, frame)
+                seen[#seen + 1] = string.format("%s/%s/%d/%d/%d:%g>%g",
+                    ctx.sender, ctx.user_id, ctx.room_id, ctx.object_id, ctx.tick,
+                    frame.previous.position.x, frame.position.x)
+                if frame.seq == 2 then return false end
+                if frame.seq == 3 then return { position = { 5, 6, 7 } } end
+                if frame.seq == 4 then return true end
+            end)
+            citadel.on_rpc("seen", function() return table.concat(seen, " ") end)
+        "#);
+        let out = vm.on_input(&caller(), &batch(), MS);
+        let corrected = Kinematics {
+            position: [5.0, 6.0, 7.0],
+            velocity: [1_000.0, 0.0, 0.0],
+        };
+        assert_eq!(
+            out.result,
+            Ok(Ok(vec![
+                Verdict::Accept,
+                Verdict::Veto,
+                Verdict::Correct(corrected),
+                Verdict::Accept
+            ]))
+        );
+        let seen = vm.rpc(&caller(), "seen", b"").result;
+        let want = "7/u-1/3/12/99:0>50 7/u-1/3/12/99:50>100 \
+                    7/u-1/3/12/99:50>100 7/u-1/3/12/99:5>55";
+        assert_eq!(
+            seen,
+            Ok(super::super::vm::RpcReply::Reply(bytes::Bytes::from(want)))
+        );
+    }
+
+    #[test]
+    fn bad_returns_failures_and_a_missing_handler_are_typed() {
+        let vm = vm(r#"
+            local mode = "fixed"
+            citadel.on_rpc("mode", function(ctx, body) mode = body return "" end)
+            citadel.on_input(function(ctx, frame)
+                if mode == "number" then citadel.send(ctx.sender, 100, "x") return 42 end
+                if mode == "no_position" then return { velocity = { 1, 2, 3 } } end
+                if mode == "nan" then return { position = { x = 0 / 0 } } end
+                if mode == "raise" then error("boom") end
+                if mode == "spin" then while true do end end
+                return { position = { 1, 2, 3 }, velocity = { x = 9 } }
+            end)
+        "#);
+        let with = |mode: &str| {
+            assert!(vm.rpc(&caller(), "mode", mode.as_bytes()).result.is_ok());
+            vm.on_input(&caller(), &batch(), MS)
+        };
+        let bad = with("number");
+        assert_eq!(bad.result, Ok(Err(InputHookFailure::BadReturn)));
+        assert!(
+            bad.commands.is_empty(),
+            "a bad return discards its commands"
+        );
+        for mode in ["no_position", "nan"] {
+            assert_eq!(with(mode).result, Ok(Err(InputHookFailure::BadReturn)));
+        }
+        assert!(matches!(with("raise").result, Err(Failure::Error(_))));
+        let started = Instant::now();
+        assert_eq!(with("spin").result, Err(Failure::Timeout));
+        assert!(started.elapsed() < Duration::from_millis(500));
+        let fixed = Kinematics {
+            position: [1.0, 2.0, 3.0],
+            velocity: [9.0, 0.0, 0.0],
+        };
+        assert_eq!(
+            with("fixed").result,
+            Ok(Ok(vec![Verdict::Correct(fixed); 4]))
+        );
+        let none = vm_without_hook();
+        assert_eq!(
+            none.on_input(&caller(), &batch(), MS).result,
+            Ok(Err(InputHookFailure::Unavailable))
+        );
+    }
+
+    fn vm_without_hook() -> Vm {
+        vm(r#"citadel.on_rpc("x", function() return "" end)"#)
+    }
+}
