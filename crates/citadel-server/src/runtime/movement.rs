@@ -34,11 +34,11 @@ use std::sync::mpsc::TrySendError;
 use std::time::{Duration, Instant};
 
 use citadel_netcode::actors::{Kinematics, MovementBatch, Verdict};
-use mlua::{Lua, Table, Value};
+use mlua::{Function, Lua, MultiValue, Table, Value};
 use tokio::sync::oneshot;
 
 use super::hooks::{self, Hook};
-use super::transform::{TransformHost, vec3};
+use super::transform::TransformHost;
 use super::vm::{Caller, Failure};
 use super::{Call, Runtime};
 use crate::metrics::{RuntimeEvent, ServiceEvent};
@@ -159,47 +159,86 @@ impl Runtime {
     }
 }
 
-fn vector(lua: &Lua, v: [f32; 3]) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(0, 3)?;
-    t.set("x", v[0])?;
-    t.set("y", v[1])?;
-    t.set("z", v[2])?;
-    Ok(t)
+const SHIM: &str = "citadel.on_input_shim";
+
+/// The Lua side of one frame: builds the `frame` table with table
+/// constructors (one host call per frame instead of one per field), calls
+/// the handler and flattens its return to numbers: `0` accept, `1` veto,
+/// `2, px, py, pz [, vx, vy, vz]` correct, `3` bad return.
+const SHIM_SOURCE: &str = r#"
+local type = type
+local function v3(t)
+    if type(t) ~= "table" then return nil end
+    local x, y, z = t.x or t[1] or 0, t.y or t[2] or 0, t.z or t[3] or 0
+    if type(x) ~= "number" or type(y) ~= "number" or type(z) ~= "number" then return nil end
+    return x, y, z
+end
+return function(handler, ctx, seq, sim_tick, dt, mx, my, mz, px, py, pz, vx, vy, vz,
+                qx, qy, qz, wx, wy, wz, ox, oy, oz, dx, dy, dz)
+    local frame = { seq = seq, sim_tick = sim_tick, dt = dt,
+        move = { x = mx, y = my, z = mz },
+        position = { x = px, y = py, z = pz },
+        velocity = { x = vx, y = vy, z = vz },
+        previous = { position = { x = qx, y = qy, z = qz },
+                     velocity = { x = wx, y = wy, z = wz } } }
+    if ox then
+        frame.fire = { origin = { x = ox, y = oy, z = oz },
+                       direction = { x = dx, y = dy, z = dz } }
+    end
+    local r = handler(ctx, frame)
+    if r == nil or r == true then return 0 end
+    if r == false then return 1 end
+    if type(r) ~= "table" then return 3 end
+    local x, y, z = v3(r.position)
+    if not x then return 3 end
+    if r.velocity == nil then return 2, x, y, z end
+    local a, b, c = v3(r.velocity)
+    if not a then return 3 end
+    return 2, x, y, z, a, b, c
+end
+"#;
+
+/// Loads the per-frame shim into the VM's registry (once per VM).
+pub(super) fn install(lua: &Lua) -> mlua::Result<()> {
+    let shim: Function = lua.load(SHIM_SOURCE).set_name("=on_input").eval()?;
+    lua.set_named_registry_value(SHIM, shim)
 }
 
-fn motion(lua: &Lua, k: Kinematics) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(0, 2)?;
-    t.set("position", vector(lua, k.position)?)?;
-    t.set("velocity", vector(lua, k.velocity)?)?;
-    Ok(t)
+/// What the shim returned, as one flattened tuple.
+type Flat = (
+    u8,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+);
+
+/// A finite vector, or `None`.
+fn finite(x: Option<f64>, y: Option<f64>, z: Option<f64>) -> Option<[f32; 3]> {
+    let v = [x? as f32, y? as f32, z? as f32];
+    v.iter().all(|c| c.is_finite()).then_some(v)
 }
 
-/// A finite vector from a Lua table, or `None`.
-fn finite(value: Option<Table>) -> Option<Option<[f32; 3]>> {
-    match value {
-        None => Some(None),
-        Some(t) => vec3(&t)
-            .ok()
-            .filter(|v| v.iter().all(|c| c.is_finite()))
-            .map(Some),
-    }
-}
-
-/// What one handler return means; `None` = a bad return.
-fn verdict(value: Value, proposed: Kinematics) -> Option<Verdict> {
-    match value {
-        Value::Nil | Value::Boolean(true) => Some(Verdict::Accept),
-        Value::Boolean(false) => Some(Verdict::Veto),
-        Value::Table(t) => {
-            let position = finite(t.get::<Option<Table>>("position").ok()?)??;
-            let velocity = finite(t.get::<Option<Table>>("velocity").ok()?)?;
-            Some(Verdict::Correct(Kinematics {
-                position,
-                velocity: velocity.unwrap_or(proposed.velocity),
-            }))
-        }
+/// The verdict a flattened return means; `None` = a bad return.
+fn verdict((kind, px, py, pz, vx, vy, vz): Flat, proposed: Kinematics) -> Option<Verdict> {
+    match kind {
+        0 => Some(Verdict::Accept),
+        1 => Some(Verdict::Veto),
+        2 => Some(Verdict::Correct(Kinematics {
+            position: finite(px, py, pz)?,
+            velocity: match vx {
+                None => proposed.velocity,
+                Some(_) => finite(vx, vy, vz)?,
+            },
+        })),
         _ => None,
     }
+}
+
+fn push3(args: &mut Vec<Value>, v: [f32; 3]) {
+    args.extend(v.map(|c| Value::Number(f64::from(c))));
 }
 
 /// Runs the handler over every frame of `batch` (see the module docs);
@@ -208,6 +247,7 @@ pub(super) fn judge(lua: &Lua, ctx: Table, batch: &MovementBatch) -> mlua::Resul
     let Some(f) = hooks::hook_fn(lua, Hook::Input)? else {
         return Ok(Err(InputHookFailure::Unavailable));
     };
+    let shim: Function = lua.named_registry_value(SHIM)?;
     let object_id = lua
         .app_data_ref::<TransformHost>()
         .map_or(batch.object_id, |host| host.script_id(batch.object_id));
@@ -215,23 +255,26 @@ pub(super) fn judge(lua: &Lua, ctx: Table, batch: &MovementBatch) -> mlua::Resul
     ctx.set("tick", batch.tick.0)?;
     let mut verdicts = Vec::with_capacity(batch.frames.len());
     let mut previous = batch.start;
+    let mut args = Vec::with_capacity(26);
     for frame in &batch.frames {
         let proposed = batch.proposed(frame, previous);
-        let t = lua.create_table_with_capacity(0, 9)?;
-        t.set("seq", frame.input_seq)?;
-        t.set("sim_tick", frame.sim_tick)?;
-        t.set("dt", frame.dt)?;
-        t.set("move", vector(lua, frame.move_velocity)?)?;
-        t.set("position", vector(lua, proposed.position)?)?;
-        t.set("velocity", vector(lua, proposed.velocity)?)?;
-        t.set("previous", motion(lua, previous)?)?;
+        args.clear();
+        args.push(Value::Function(f.clone()));
+        args.push(Value::Table(ctx.clone()));
+        args.push(Value::Integer(i64::from(frame.input_seq)));
+        args.push(Value::Integer(i64::from(frame.sim_tick)));
+        args.push(Value::Number(f64::from(frame.dt)));
+        push3(&mut args, frame.move_velocity);
+        push3(&mut args, proposed.position);
+        push3(&mut args, proposed.velocity);
+        push3(&mut args, previous.position);
+        push3(&mut args, previous.velocity);
         if let Some(fire) = frame.fire {
-            let shot = lua.create_table_with_capacity(0, 2)?;
-            shot.set("origin", vector(lua, fire.origin)?)?;
-            shot.set("direction", vector(lua, fire.direction)?)?;
-            t.set("fire", shot)?;
+            push3(&mut args, fire.origin);
+            push3(&mut args, fire.direction);
         }
-        let Some(verdict) = verdict(f.call::<Value>((&ctx, t))?, proposed) else {
+        let flat: Flat = shim.call(MultiValue::from_iter(args.drain(..)))?;
+        let Some(verdict) = verdict(flat, proposed) else {
             return Ok(Err(InputHookFailure::BadReturn));
         };
         previous = batch.step(frame, previous, &verdict);

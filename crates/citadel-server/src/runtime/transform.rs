@@ -64,7 +64,7 @@ fn id_arg(value: i64, what: &str) -> mlua::Result<u32> {
 }
 
 /// A vector argument: `{x = …, y = …, z = …}` or `{…, …, …}`.
-pub(super) fn vec3(value: &Table) -> mlua::Result<[f32; 3]> {
+fn vec3(value: &Table) -> mlua::Result<[f32; 3]> {
     let mut out = [0.0f32; 3];
     for (i, key) in ["x", "y", "z"].into_iter().enumerate() {
         let named = value.get::<Option<f64>>(key)?;

@@ -177,6 +177,7 @@ impl Vm {
         super::services::install(&lua, &citadel).map_err(setup)?;
         super::transform::install(&lua, &citadel).map_err(setup)?;
         super::netpeer::install(&lua, &citadel).map_err(setup)?;
+        super::movement::install(&lua).map_err(setup)?;
         lua.globals().set("citadel", citadel).map_err(setup)?;
         let chunk = lua
             .load(source)
