@@ -15,7 +15,10 @@
 //! accepts, false vetoes, `{position = v, velocity = v?}` corrects
 //! (velocity defaults to the built-in one; position is clamped to the
 //! bounds, the speed clamp does not apply: server code is trusted).
-//! Anything else, or a non-finite number, is a bad return.
+//! Anything else, or a non-finite number, is a bad return. Each frame is
+//! one host call into a small Lua shim that builds the `frame` table with
+//! table constructors and flattens the return to numbers (one call per
+//! frame instead of one per field: 2.6 µs instead of 9 µs a frame).
 //!
 //! Bounds: the call runs under `runtime.on_input_budget_ms`; the caller
 //! waits at most `runtime.on_input_wait_ms` (queue wait included), after
@@ -24,7 +27,8 @@
 //!
 //! What it is not: it does not apply anything (the transform hub does,
 //! `crate::actors::movement`) and it holds no lock while waiting.
-//! Call order: [`Runtime::handles_input`] (cheap, no VM) →
+//! Call order: [`install`] once per VM (the shim); per bundle
+//! [`Runtime::handles_input`] (cheap, no VM) →
 //! [`Runtime::on_input`]; on the VM thread the worker calls
 //! [`InputCall::budget`], then `Vm::on_input` (which runs [`judge`]) and
 //! [`InputCall::answer`], or [`InputCall::expire`].
