@@ -475,7 +475,8 @@ async fn a_predicted_avatar_moves_by_input_and_its_shots_are_resolved(t: Transpo
 }
 
 /// A movement hook: +x is vetoed, +y is corrected to a fixed point, -x
-/// raises, +z spins past the budget; `seen` reports the last ctx/frame.
+/// raises, +z spins past the budget, -y hands the object to the server
+/// while correcting; `seen` reports the last ctx/frame.
 const MOVEMENT_HOOK: &str = r#"
 local seen = "none"
 citadel.on_input(function(ctx, frame)
@@ -486,6 +487,10 @@ citadel.on_input(function(ctx, frame)
     if m.y > 0 then return { position = { x = 1234, y = 567, z = 100 } } end
     if m.x < 0 then error("no walking backwards") end
     if m.z > 0 then while true do end end
+    if m.y < 0 then
+        citadel.set_owner(ctx.object_id, 0)
+        return { position = { x = 0, y = 0, z = 100 } }
+    end
     return true
 end)
 citadel.on_rpc("seen", function() return seen end)
@@ -568,6 +573,22 @@ async fn a_movement_hook_vetoes_corrects_and_falls_back(t: Transport) {
     let seen = p.client.call_rpc("seen", b"").await.unwrap();
     let seen = String::from_utf8(seen.to_vec()).unwrap();
     assert_eq!(seen.split(':').nth(3), Some("20"), "{seen}");
+
+    // (e) The hook hands the object away while judging: its verdict is
+    // stale, discarded, and the object stays where it was.
+    let hub = node.shared().hub.clone();
+    let env = p.view.input(1.0 / 60.0, [0.0, -600.0, 0.0], None).unwrap();
+    p.client.send(&env).await.unwrap();
+    p.pump_until("the handoff to the server", |_| {
+        hub.owner_of(me) == Some(0) && metrics.service_events(ServiceEvent::InputHookStale) == 1
+    })
+    .await;
+    p.pump(Duration::from_millis(150)).await;
+    let at = p.position_of(me).unwrap();
+    assert!(
+        near(at, [1_174.0, 567.0, 130.0]),
+        "a stale verdict moved it: {at:?}"
+    );
 }
 
 both_transports!(
