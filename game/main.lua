@@ -98,5 +98,18 @@ end)
 --     -- citadel.despawn_actor(npc.id) removes it.
 -- end)
 
+-- Predicted movement: judge each input frame of a predicted avatar
+-- (transform_sync.predicted_authoritative_archetypes). One call per input
+-- bundle under runtime.on_input_budget_ms (2 ms); any failure keeps the
+-- built-in movement. frame = { seq, dt, move, position, velocity,
+-- previous = { position, velocity }, fire? }; return nil/true (accept),
+-- false (veto: consumed, not moved) or { position = {x, y, z}, velocity? }.
+--
+-- citadel.on_input(function(ctx, frame)
+--     if frame.position.z < 0 then
+--         return { position = { frame.position.x, frame.position.y, 0 } }
+--     end
+-- end)
+
 -- Logging: citadel.log(message [, level]) with level trace/debug/info/warn/error.
 citadel.log("default game loaded: ping, echo, demo NPC")

@@ -109,6 +109,8 @@ pub struct Released {
     pub sim_tick: u32,
     /// The clamped step it covered (s).
     pub dt: f32,
+    /// The move velocity as the wire gave it (before the speed clamp).
+    pub move_velocity: [f32; 3],
     /// The clamped velocity it moved with (cm/s), now the object's velocity.
     pub velocity: [f32; 3],
     /// The position after the step (cm).
@@ -220,6 +222,7 @@ impl InputQueue {
             input_seq: pending.input_seq,
             sim_tick: pending.sim_tick,
             dt,
+            move_velocity: pending.move_velocity,
             velocity: v,
             position: p,
             fire: pending.fire,
@@ -245,17 +248,32 @@ pub fn integrate(
         0.0
     };
     let velocity = clamp_speed(move_velocity, params.max_speed);
+    (dt, velocity, advance(params, position, dt, velocity))
+}
+
+/// `position` moved by `velocity` for `dt` (both already clamped), each
+/// axis within the bounds: the last part of [`integrate`].
+pub fn advance(params: &InputParams, position: [f32; 3], dt: f32, velocity: [f32; 3]) -> [f32; 3] {
+    let mut moved = [0.0; 3];
+    for axis in 0..3 {
+        moved[axis] = position[axis] + velocity[axis] * dt;
+    }
+    within_bounds(params, moved)
+}
+
+/// Each axis of `position` clamped to the bounds (non-finite → the axis
+/// minimum).
+pub fn within_bounds(params: &InputParams, position: [f32; 3]) -> [f32; 3] {
     let mut out = [0.0; 3];
     for axis in 0..3 {
-        let moved = position[axis] + velocity[axis] * dt;
         let (lo, hi) = (params.position_min[axis], params.position_max[axis]);
-        out[axis] = if moved.is_finite() {
-            moved.max(lo).min(hi)
+        out[axis] = if position[axis].is_finite() {
+            position[axis].max(lo).min(hi)
         } else {
             lo
         };
     }
-    (dt, velocity, out)
+    out
 }
 
 /// `v` scaled down to at most `max_speed` long; non-finite → zero.

@@ -268,6 +268,32 @@ reasons!(
         FireOriginRefused => "fire_origin_refused",
         /// Ownership changes by game logic (`citadel.set_owner`).
         OwnershipHandoffs => "ownership_handoffs",
+        /// Input bundles whose `on_input` verdicts were applied.
+        InputHookCalls => "input_hook_calls",
+        /// Input frames `on_input` vetoed (consumed without moving).
+        InputHookVetoed => "input_hook_vetoed",
+        /// Input frames `on_input` corrected.
+        InputHookCorrected => "input_hook_corrected",
+        /// Judged bundles discarded because ownership moved meanwhile.
+        InputHookStale => "input_hook_stale",
+        /// Built-in movement kept: `on_input` raised.
+        InputHookFallbackError => "input_hook_fallback_error",
+        /// Built-in movement kept: `on_input` ran past
+        /// `runtime.on_input_budget_ms`.
+        InputHookFallbackTimeout => "input_hook_fallback_timeout",
+        /// Built-in movement kept: `on_input` hit `runtime.memory_limit_mb`.
+        InputHookFallbackMemory => "input_hook_fallback_memory",
+        /// Built-in movement kept: no verdicts within
+        /// `runtime.on_input_wait_ms` (the VM was busy).
+        InputHookFallbackWait => "input_hook_fallback_wait",
+        /// Built-in movement kept: the runtime queue was full.
+        InputHookFallbackQueueFull => "input_hook_fallback_queue_full",
+        /// Built-in movement kept: `on_input` returned something other
+        /// than nil, a boolean or a `{position, velocity}` table.
+        InputHookFallbackBadReturn => "input_hook_fallback_bad_return",
+        /// Built-in movement kept: the runtime stopped, or a reload
+        /// dropped the handler.
+        InputHookFallbackUnavailable => "input_hook_fallback_unavailable",
     }
 );
 

@@ -7,8 +7,10 @@
 //! (zero correction), its ROLE Assign and Handoff, the measured round trip
 //! and kind-12 fire results (a hit and a miss); an avatar plus an object
 //! handed over by Lua `citadel.set_owner`, both driven by one bundle per
-//! step. On WebSocket: a shot from beyond `fire_origin_tolerance` answered
-//! as a miss and counted in /metrics.
+//! step; that avatar judged by a Lua `citadel.on_input` (veto, correction,
+//! a raising hook, a hook past its budget). On WebSocket: a shot from
+//! beyond `fire_origin_tolerance` answered as a miss and counted in
+//! /metrics.
 
 mod common;
 
@@ -550,9 +552,132 @@ async fn an_avatar_and_a_handed_object_move_by_one_bundle_per_step(t: Transport)
     }
 }
 
+/// A movement hook: +x is vetoed, +y is corrected to a fixed point, -x
+/// raises, +z spins past the budget, -y hands the object to the server
+/// while correcting; `seen` reports the last ctx/frame.
+const MOVEMENT_HOOK: &str = r#"
+local seen = "none"
+citadel.on_input(function(ctx, frame)
+    seen = string.format("%d:%d:%d:%d:%.1f", ctx.sender, ctx.object_id, ctx.tick,
+        frame.seq, frame.previous.position.x)
+    local m = frame.move
+    if m.x > 0 then return false end
+    if m.y > 0 then return { position = { x = 1234, y = 567, z = 100 } } end
+    if m.x < 0 then error("no walking backwards") end
+    if m.z > 0 then while true do end end
+    if m.y < 0 then
+        citadel.set_owner(ctx.object_id, 0)
+        return { position = { x = 0, y = 0, z = 100 } }
+    end
+    return true
+end)
+citadel.on_rpc("seen", function() return seen end)
+"#;
+
+async fn a_movement_hook_vetoes_corrects_and_falls_back(t: Transport) {
+    use citadel_server::metrics::ServiceEvent;
+    let mut config = test_config();
+    config.transform_sync.predicted_authoritative_archetypes = vec![7];
+    config.runtime.scripts_dir = script_dir("on-input", MOVEMENT_HOOK).display().to_string();
+    // A generous wait, so a busy debug build still sees the 2 ms budget trip.
+    config.runtime.on_input_wait_ms = 500;
+    let node = start(config).await;
+    let metrics = node.shared().metrics.clone();
+    let mut p = Player::join_on(&node, t).await;
+    p.announce(7, 0.0).await;
+    p.pump_until("prediction", |p| {
+        p.view.predicted_objects().next().is_some()
+    })
+    .await;
+    let me = p.view.predicted_objects().next().unwrap();
+    let pid = participant_of(&p);
+    let mut sent = 0;
+    let mut drive = async |p: &mut Player, n: u32, v: [f32; 3]| {
+        for _ in 0..n {
+            let env = p.view.input(me, 1.0 / 60.0, v, None).unwrap();
+            p.client.send(&env).await.unwrap();
+            p.pump(Duration::from_millis(16)).await;
+        }
+        sent += n;
+        let want = sent;
+        p.pump_until("every input acknowledged", |p| {
+            p.view.prediction(me).is_some_and(|q| q.acked() == want)
+        })
+        .await;
+        p.pump(Duration::from_millis(150)).await;
+        p.position_of(me).unwrap()
+    };
+    let near =
+        |got: [f32; 3], want: [f32; 3]| got.iter().zip(want).all(|(g, w)| (g - w).abs() < 0.5);
+
+    // (a) Vetoed: consumed (acknowledged) but the avatar stays put.
+    let at = drive(&mut p, 10, [1_200.0, 0.0, 0.0]).await;
+    assert!(
+        near(at, [0.0, 0.0, 100.0]),
+        "vetoed frames moved it: {at:?}"
+    );
+    assert!(metrics.service_events(ServiceEvent::InputHookVetoed) >= 10);
+    assert!(metrics.service_events(ServiceEvent::InputHookCalls) >= 1);
+    let seen = p.client.call_rpc("seen", b"").await.unwrap();
+    let seen = String::from_utf8(seen.to_vec()).unwrap();
+    let fields: Vec<&str> = seen.split(':').collect();
+    assert_eq!(fields[..2], [pid.to_string(), me.to_string()], "{seen}");
+    assert_eq!((fields[3], fields[4]), ("10", "0.0"), "{seen}");
+    assert!(
+        fields[2].parse::<u64>().unwrap() > 0,
+        "the server tick: {seen}"
+    );
+
+    // (b) Corrected: the snapshot shows the hook's position.
+    let at = drive(&mut p, 1, [0.0, 500.0, 0.0]).await;
+    assert!(near(at, [1_234.0, 567.0, 100.0]), "corrected to {at:?}");
+    assert!(metrics.service_events(ServiceEvent::InputHookCorrected) >= 1);
+
+    // (c) A raising hook: the built-in integration applies, counted.
+    let errors = metrics.service_events(ServiceEvent::InputHookFallbackError);
+    let at = drive(&mut p, 6, [-600.0, 0.0, 0.0]).await;
+    assert!(
+        near(at, [1_174.0, 567.0, 100.0]),
+        "built-in after errors: {at:?}"
+    );
+    assert!(metrics.service_events(ServiceEvent::InputHookFallbackError) > errors);
+
+    // (d) A hook past its budget: the built-in integration applies, counted.
+    let at = drive(&mut p, 3, [0.0, 0.0, 600.0]).await;
+    assert!(
+        near(at, [1_174.0, 567.0, 130.0]),
+        "built-in after timeouts: {at:?}"
+    );
+    assert!(metrics.service_events(ServiceEvent::InputHookFallbackTimeout) >= 1);
+    // The spinning hook was stopped each time; the VM still serves.
+    let seen = p.client.call_rpc("seen", b"").await.unwrap();
+    let seen = String::from_utf8(seen.to_vec()).unwrap();
+    assert_eq!(seen.split(':').nth(3), Some("20"), "{seen}");
+
+    // (e) The hook hands the object away while judging: its verdict is
+    // stale, discarded, and the object stays where it was.
+    let hub = node.shared().hub.clone();
+    let env = p
+        .view
+        .input(me, 1.0 / 60.0, [0.0, -600.0, 0.0], None)
+        .unwrap();
+    p.client.send(&env).await.unwrap();
+    p.pump_until("the handoff to the server", |_| {
+        hub.owner_of(me) == Some(0) && metrics.service_events(ServiceEvent::InputHookStale) == 1
+    })
+    .await;
+    p.pump(Duration::from_millis(150)).await;
+    let at = p.position_of(me).unwrap();
+    assert!(
+        near(at, [1_174.0, 567.0, 130.0]),
+        "a stale verdict moved it: {at:?}"
+    );
+}
+
 both_transports!(
     a_predicted_avatar_moves_by_input_and_its_shots_are_resolved,
     an_avatar_and_a_handed_object_move_by_one_bundle_per_step,
+    a_movement_hook_vetoes_corrects_and_falls_back,
 );
 
 /// The `/metrics` value of one player-service event.

@@ -46,7 +46,10 @@
 //! `owned_object` (`ownership.rs`), offers each frame to the queue,
 //! integrates the released run into the object's transform and publishes
 //! its `last_input_seq`; every frame not applied is counted per
-//! [`InputRefusal`] in the [`InputOutcome`]. Ownership moves go through the
+//! [`InputRefusal`] in the [`InputOutcome`]. When game logic judges
+//! movement (a Lua `on_input` hook), the driver calls
+//! [`ActorServer::handle_input_staged`] instead and applies the verdicts
+//! with [`ActorServer::handle_movement`] (`movement.rs`). Ownership moves go through the
 //! one role builder (`ownership.rs`) and [`Audience::Many`] (old owner, new
 //! owner, the peers that see the object); history rings are recorded in
 //! the tick phase named above.
@@ -54,6 +57,7 @@
 mod error;
 mod fire;
 mod handoff;
+mod movement;
 mod npc;
 mod output;
 mod ownership;
@@ -62,6 +66,7 @@ mod tick;
 
 pub use error::{InputRefusal, OwnerRefusal, Refusal, StateRefusal};
 pub use fire::RewindQuery;
+pub use movement::{Kinematics, MovementBatch, MovementOutcome, StagedFrame, Verdict};
 pub use npc::{NpcSpawn, Patrol};
 pub use output::{Audience, Delivery, Message, Output};
 pub use ownership::Control;

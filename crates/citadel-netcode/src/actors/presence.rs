@@ -12,7 +12,7 @@
 
 use citadel_wire::ack::AckWindow;
 use citadel_wire::actor::{NaDespawn, NaPresence, NaSpawn, NaSpawnBatch, NaState};
-use citadel_wire::tsync::{InputBundle, InputFrame, RoleEvent, TsyncAck};
+use citadel_wire::tsync::{FireCommand, InputBundle, InputFrame, RoleEvent, TsyncAck};
 
 use super::fire::Shot;
 use super::ownership::role_of;
@@ -66,7 +66,7 @@ impl InputOutcome {
             .filter(|&(_, n)| n > 0)
     }
 
-    fn refuse(&mut self, reason: InputRefusal) {
+    pub(super) fn refuse(&mut self, reason: InputRefusal) {
         self.refused[reason as usize] += 1;
         self.unserved += 1;
     }
@@ -131,8 +131,25 @@ impl<P: PlaceKey> ActorServer<P> {
         bundle: &InputBundle,
         now: Tick,
     ) -> InputOutcome {
-        self.advance(now);
         let mut outcome = InputOutcome::default();
+        for object_id in self.offer_bundle(participant_id, bundle, now, &mut outcome) {
+            self.release_input(participant_id, object_id, &mut outcome);
+        }
+        outcome
+    }
+
+    /// The first half of kind 9, shared with the staged path
+    /// (`movement.rs`): advances to `now`, applies the piggybacked ack and
+    /// offers every frame, counting into `outcome`; the objects whose
+    /// queues took a frame, in bundle order.
+    pub(super) fn offer_bundle(
+        &mut self,
+        participant_id: u64,
+        bundle: &InputBundle,
+        now: Tick,
+        outcome: &mut InputOutcome,
+    ) -> Vec<u32> {
+        self.advance(now);
         if bundle.acked_snapshot_id != 0
             && let Some(c) = self.clients.get_mut(&participant_id)
         {
@@ -154,10 +171,7 @@ impl<P: PlaceKey> ActorServer<P> {
                 Err(reason) => outcome.refuse(reason),
             }
         }
-        for object_id in owned {
-            self.release_input(participant_id, object_id, &mut outcome);
-        }
-        outcome
+        owned
     }
 
     /// Offers one frame; the object id it was buffered for, or why not.
@@ -225,6 +239,19 @@ impl<P: PlaceKey> ActorServer<P> {
         object.last_input_seq = owned.queue.last_input_seq();
         let world = owned.world;
         outcome.applied += applied;
+        self.resolve_fires(participant_id, object_id, world, fires, outcome);
+    }
+
+    /// Resolves released fire commands in order (`(input_seq, fire, the
+    /// shooter's position after that input)`), counting into `outcome`.
+    pub(super) fn resolve_fires(
+        &mut self,
+        participant_id: u64,
+        object_id: u32,
+        world: WorldKey<P>,
+        fires: Vec<(u32, FireCommand, [f32; 3])>,
+        outcome: &mut InputOutcome,
+    ) {
         for (input_seq, fire, at) in fires {
             let shot = Shot {
                 input_seq,

@@ -9,7 +9,12 @@ use citadel_wire::tsync::{InputFrame, SnapshotUpdate};
 use super::harness::{Stage, Zone, at, clean};
 use super::{PREDICTED, predicted_config};
 
-fn frame(object_id: u32, input_seq: u32, move_velocity: [f32; 3], dt: f32) -> InputFrame {
+pub(super) fn frame(
+    object_id: u32,
+    input_seq: u32,
+    move_velocity: [f32; 3],
+    dt: f32,
+) -> InputFrame {
     InputFrame {
         input_seq,
         sim_tick: input_seq,
@@ -22,7 +27,11 @@ fn frame(object_id: u32, input_seq: u32, move_velocity: [f32; 3], dt: f32) -> In
 }
 
 /// Every snapshot entry `participant_id` received for `object_id`.
-fn updates(stage: &mut Stage, participant_id: u64, object_id: u32) -> Vec<SnapshotUpdate> {
+pub(super) fn updates(
+    stage: &mut Stage,
+    participant_id: u64,
+    object_id: u32,
+) -> Vec<SnapshotUpdate> {
     stage
         .peer(participant_id)
         .snapshots()
@@ -32,13 +41,13 @@ fn updates(stage: &mut Stage, participant_id: u64, object_id: u32) -> Vec<Snapsh
         .collect()
 }
 
-fn near(got: [f32; 3], want: [f32; 3]) -> bool {
+pub(super) fn near(got: [f32; 3], want: [f32; 3]) -> bool {
     got.iter().zip(want).all(|(g, w)| (g - w).abs() < 1.0)
 }
 
 /// Owners 1 (predicted, at the origin) and 2 (predicted, at x = 500),
 /// observer 3 without presence, 4 with a relayed avatar.
-fn stage() -> (Stage, u32, u32, u32) {
+pub(super) fn stage() -> (Stage, u32, u32, u32) {
     stage_with(predicted_config())
 }
 

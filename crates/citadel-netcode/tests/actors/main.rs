@@ -3,12 +3,13 @@
 //! the ownership check of NA_STATE, roles and epochs, piggybacked acks,
 //! place scoping and despawns, NPC patrols, interest transitions, and
 //! snapshot ticks that never go backwards; validated owner input in
-//! `input.rs`.
+//! `input.rs`, its two-phase form for a movement hook in `movement.rs`.
 
 mod fire;
 mod handoff;
 mod harness;
 mod input;
+mod movement;
 mod predict;
 
 use citadel_netcode::actors::{

@@ -19,13 +19,17 @@
 //! citadel-netcode and are tested there over `SimLink`.
 //!
 //! Call order: the connection routes kinds 7, 9, 10, 16 and 20 to the
-//! `handle_*` methods and reports place changes and disconnects; game
+//! `handle_*` methods (kind 9 to [`TransformHub::handle_input_judged`]
+//! when a script registered `on_input`, `movement.rs`) and reports place
+//! changes and disconnects; game
 //! logic spawns, moves and despawns NPCs; the sim task calls
 //! [`TransformHub::handle_tick`] at `transform_sync.sim_hz`.
 
 use std::sync::{Arc, Mutex};
 
-use citadel_netcode::actors::{ActorConfig, ActorServer, Delivery, Output, Refusal, Tick};
+use citadel_netcode::actors::{
+    ActorConfig, ActorServer, Delivery, InputOutcome, Output, Refusal, Tick,
+};
 use citadel_netcode::interest::InterestConfig;
 use citadel_wire::actor::{NaPresence, NaState, NaTransform};
 use citadel_wire::tsync::{InputBundle, TsyncAck};
@@ -194,6 +198,12 @@ impl TransformHub {
     /// object; every refused frame is counted.
     pub fn handle_input(&self, participant_id: u64, bundle: &InputBundle) {
         let outcome = self.drive(|core, now| core.handle_input(participant_id, bundle, now));
+        self.count_input(&outcome);
+    }
+
+    /// Counts what one kind-9 input did: refused frames by drop reason,
+    /// fire resolution by service event.
+    fn count_input(&self, outcome: &InputOutcome) {
         for (reason, frames) in outcome.refusals() {
             if let Some(drop) = drop_reason(Refusal::Input(reason)) {
                 self.metrics.drop_n(drop, frames as u64);
@@ -206,9 +216,14 @@ impl TransformHub {
             (ServiceEvent::FireUncompensated, outcome.uncompensated),
             (ServiceEvent::FireOriginRefused, outcome.origin_refused),
         ] {
-            if n > 0 {
-                self.metrics.service_n(event, n as u64);
-            }
+            self.count_service(event, n);
+        }
+    }
+
+    /// Counts `n` service events (nothing for 0).
+    fn count_service(&self, event: ServiceEvent, n: usize) {
+        if n > 0 {
+            self.metrics.service_n(event, n as u64);
         }
     }
 
@@ -335,6 +350,8 @@ pub(crate) fn test_hub(metrics: Arc<Metrics>, router: Arc<dyn Router>) -> Transf
     };
     hub
 }
+
+mod movement;
 
 #[cfg(test)]
 mod tests;

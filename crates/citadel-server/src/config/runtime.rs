@@ -31,6 +31,11 @@ pub struct RuntimeConfig {
     pub hot_reload_poll_ms: u64,
     /// Calls waiting for the VM; a full queue fails the call at once.
     pub queue_capacity: usize,
+    /// Run budget of one `on_input` invocation (one input bundle), ms.
+    pub on_input_budget_ms: u64,
+    /// Longest a connection waits for its `on_input` verdicts (queue wait
+    /// plus run), ms; past it the built-in integration applies.
+    pub on_input_wait_ms: u64,
 }
 
 impl Default for RuntimeConfig {
@@ -45,6 +50,8 @@ impl Default for RuntimeConfig {
             hot_reload: false,
             hot_reload_poll_ms: 500,
             queue_capacity: 4096,
+            on_input_budget_ms: 2,
+            on_input_wait_ms: 10,
         }
     }
 }
@@ -81,6 +88,23 @@ impl RuntimeConfig {
             10,
         )?;
         at_least("runtime.queue_capacity", self.queue_capacity, 1)?;
+        at_least(
+            "runtime.on_input_budget_ms",
+            self.on_input_budget_ms as usize,
+            1,
+        )?;
+        if self.on_input_budget_ms > 1_000 {
+            return Err(invalid(
+                "runtime.on_input_budget_ms",
+                "must not exceed 1000",
+            ));
+        }
+        if self.on_input_wait_ms < self.on_input_budget_ms || self.on_input_wait_ms > 5_000 {
+            return Err(invalid(
+                "runtime.on_input_wait_ms",
+                "must be at least runtime.on_input_budget_ms and at most 5000",
+            ));
+        }
         if self.scripts_dir.trim().is_empty() {
             return Err(invalid("runtime.scripts_dir", "must not be empty"));
         }

@@ -151,6 +151,14 @@ fn runtime_keys_are_validated_by_name() {
         ),
         ("[runtime]\nqueue_capacity = 0\n", "runtime.queue_capacity"),
         (
+            "[runtime]\non_input_budget_ms = 0\n",
+            "runtime.on_input_budget_ms",
+        ),
+        (
+            "[runtime]\non_input_budget_ms = 5\non_input_wait_ms = 4\n",
+            "runtime.on_input_wait_ms",
+        ),
+        (
             "[runtime]\nhot_reload_poll_ms = 1\n",
             "runtime.hot_reload_poll_ms",
         ),

@@ -361,7 +361,8 @@ impl Connection {
             | KIND_NA_STATE
                 if self.deps.hub.enabled() =>
             {
-                self.handle_transform_sync(envelope.kind, &envelope.body);
+                self.handle_transform_sync(envelope.kind, &envelope.body)
+                    .await;
             }
             // Kinds 13/14: the NetworkPeer driver owns them; rejections are
             // silent drops counted by reason there.
@@ -396,8 +397,9 @@ impl Connection {
         Flow::Continue
     }
 
-    /// Kinds 7, 9, 10, 16, 20: the transform hub owns them.
-    fn handle_transform_sync(&self, kind: u16, body: &[u8]) {
+    /// Kinds 7, 9, 10, 16, 20: the transform hub owns them. Kind 9 waits
+    /// for the script's verdicts when it registered `on_input`.
+    async fn handle_transform_sync(&self, kind: u16, body: &[u8]) {
         let Phase::Live(live) = &self.phase else {
             return;
         };
@@ -411,7 +413,10 @@ impl Connection {
                 Err(_) => malformed(),
             },
             KIND_TSYNC_INPUT => match InputBundle::decode(body) {
-                Ok(bundle) => hub.handle_input(pid, &bundle),
+                Ok(bundle) => match self.deps.runtime.as_ref().filter(|rt| rt.handles_input()) {
+                    Some(rt) => hub.handle_input_judged(rt, live.caller(), &bundle).await,
+                    None => hub.handle_input(pid, &bundle),
+                },
                 Err(_) => malformed(),
             },
             KIND_NA_PRESENCE => match NaPresence::decode(body) {

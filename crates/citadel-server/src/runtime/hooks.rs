@@ -1,6 +1,6 @@
 //! Hook registration (`citadel.on_rpc`, `on_message`, `on_join`,
 //! `on_leave`, `on_tick`, `on_room_create`, `on_room_join`,
-//! `on_matchmaker_matched`) and the
+//! `on_matchmaker_matched`, `on_input`) and the
 //! [`Registered`] snapshot the node reads without touching the VM.
 //!
 //! Handlers live in a Lua table kept in the VM's registry (never in Rust
@@ -36,16 +36,19 @@ pub enum Hook {
     RoomJoin,
     /// `on_matchmaker_matched`.
     MatchmakerMatched,
+    /// `on_input` (predicted movement, `movement.rs`).
+    Input,
 }
 
 impl Hook {
-    const ALL: [Hook; 6] = [
+    const ALL: [Hook; 7] = [
         Hook::Join,
         Hook::Leave,
         Hook::Tick,
         Hook::RoomCreate,
         Hook::RoomJoin,
         Hook::MatchmakerMatched,
+        Hook::Input,
     ];
 
     fn key(self) -> &'static str {
@@ -56,6 +59,7 @@ impl Hook {
             Hook::RoomCreate => "room_create",
             Hook::RoomJoin => "room_join",
             Hook::MatchmakerMatched => "matchmaker_matched",
+            Hook::Input => "input",
         }
     }
 }

@@ -19,11 +19,12 @@
 //! Files: `vm.rs` (one VM, budgeted invocations), `worker.rs` (the thread,
 //! ticks, hot reload, command delivery), `hooks.rs` (registration),
 //! `api.rs` (host functions and commands), `netpeer.rs` (NetworkPeer
-//! host functions), `sandbox.rs` (stdlib, require,
+//! host functions), `movement.rs` (`on_input` verdicts), `sandbox.rs` (stdlib, require,
 //! deadline hook), `policy.rs` (RPC handler and room policy adapters).
 
 mod api;
 mod hooks;
+mod movement;
 mod netpeer;
 mod policy;
 mod sandbox;
@@ -34,9 +35,10 @@ mod worker;
 
 pub use api::{ActorSpawn, Command, FIRST_ACTOR_ID, MAX_BODY_BYTES, MAX_COMMANDS, MAX_TOTAL_BYTES};
 pub use hooks::Registered;
+pub use movement::InputHookFailure;
 pub use policy::{LuaMatchLabeler, LuaRoomPolicy, LuaRpc};
 pub use services::HostServices;
-pub use vm::{Caller, Failure, LabelSpec, LoadError};
+pub use vm::{Caller, Failure, LabelSpec, Limits, LoadError, Vm};
 pub use worker::Origin;
 
 use std::path::PathBuf;
@@ -85,6 +87,7 @@ pub(crate) enum Call {
         info: crate::services::matchmaker::label::MatchInfo,
         reply: oneshot::Sender<Option<LabelSpec>>,
     },
+    Input(movement::InputCall),
 }
 
 /// What the VM thread reaches: where script commands are delivered and
@@ -110,6 +113,8 @@ pub(crate) struct Shared {
     registered: RwLock<Arc<Registered>>,
     metrics: Arc<Metrics>,
     stop: AtomicBool,
+    /// `runtime.on_input_wait_ms`.
+    input_wait: Duration,
 }
 
 pub(crate) struct Inner {
@@ -221,6 +226,7 @@ impl Runtime {
             registered: RwLock::new(Arc::new(vm.registered().clone())),
             metrics,
             stop: AtomicBool::new(false),
+            input_wait: Duration::from_millis(config.on_input_wait_ms),
         });
         let inner = Arc::new(Inner {
             tx,

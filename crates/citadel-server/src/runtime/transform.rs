@@ -43,7 +43,7 @@ impl TransformHost {
     }
 
     /// The id a script knows a hub object by.
-    fn script_id(&self, hub_id: u32) -> u32 {
+    pub(super) fn script_id(&self, hub_id: u32) -> u32 {
         lock(&self.actors)
             .iter()
             .find(|(_, h)| **h == hub_id)

@@ -177,6 +177,7 @@ impl Vm {
         super::services::install(&lua, &citadel).map_err(setup)?;
         super::transform::install(&lua, &citadel).map_err(setup)?;
         super::netpeer::install(&lua, &citadel).map_err(setup)?;
+        super::movement::install(&lua).map_err(setup)?;
         lua.globals().set("citadel", citadel).map_err(setup)?;
         let chunk = lua
             .load(source)
@@ -378,6 +379,27 @@ impl Vm {
             matched.set("tickets", tickets)?;
             parse_label(f.call::<Value>((ctx, matched))?)
         })
+    }
+
+    /// `on_input` over one staged bundle (`movement.rs`), under `budget`;
+    /// a bad return discards the invocation's commands like an error.
+    pub fn on_input(
+        &self,
+        caller: &Caller,
+        batch: &citadel_netcode::actors::MovementBatch,
+        budget: Duration,
+    ) -> Outcome<super::movement::Judged> {
+        let mut out = self.invoke(budget, |lua| {
+            let ctx = self.ctx(caller)?;
+            if let Some(room) = caller.place.room() {
+                ctx.set("room_id", room.get())?;
+            }
+            super::movement::judge(lua, ctx, batch)
+        });
+        if matches!(out.result, Ok(Err(_))) {
+            out.commands.clear();
+        }
+        out
     }
 
     /// `on_room_join`: `fn(ctx, room_id) -> bool`; `Ok(None)` = no handler.

@@ -245,6 +245,14 @@ impl Worker {
                 // No handler → admit; failure → reject (fail closed).
                 let _ = reply.send(result.map(|r| r.unwrap_or(true)).unwrap_or(false));
             }
+            Call::Input(call) => match call.budget(self.config.on_input_budget_ms) {
+                Some(budget) => {
+                    let out = self.vm.on_input(&call.caller, &call.batch, budget);
+                    let result = self.finish("on_input", out, origin_of(&call.caller));
+                    call.answer(result);
+                }
+                None => call.expire(),
+            },
         }
         if let Some(registered) = self.vm.refresh_registered() {
             let registered = registered.clone();
