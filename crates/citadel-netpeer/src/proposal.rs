@@ -169,6 +169,15 @@ impl Pending {
     pub fn field_ids(&self) -> Vec<u16> {
         self.values.iter().map(|(f, _)| *f).collect()
     }
+
+    /// Runs a synchronous hook: the field ids it vetoes (all of them when
+    /// it panics).
+    pub fn judge(&self, hook: &mut dyn VetoHook) -> Vec<u16> {
+        match catch_unwind(AssertUnwindSafe(|| hook.veto(&self.proposal()))) {
+            Ok(v) => v,
+            Err(_) => self.field_ids(),
+        }
+    }
 }
 
 /// Trusted code's optional veto: returns the field ids it refuses. A hook
@@ -304,10 +313,7 @@ impl Authority {
         hook: &mut dyn VetoHook,
     ) -> Result<Applied, Rejection> {
         let pending = self.validate_proposal(conn, body, now_ms)?;
-        let vetoed = match catch_unwind(AssertUnwindSafe(|| hook.veto(&pending.proposal()))) {
-            Ok(v) => v,
-            Err(_) => pending.field_ids(),
-        };
+        let vetoed = pending.judge(hook);
         self.commit_proposal(pending, &vetoed, now_ms)
     }
 

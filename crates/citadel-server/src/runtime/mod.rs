@@ -19,12 +19,13 @@
 //! Files: `vm.rs` (one VM, budgeted invocations), `worker.rs` (the thread,
 //! ticks, hot reload, command delivery), `hooks.rs` (registration),
 //! `api.rs` (host functions and commands), `netpeer.rs` (NetworkPeer
-//! host functions), `sandbox.rs` (stdlib, require,
+//! host functions), `netpeer_veto.rs` (the `netpeer_on_proposal` hook), `sandbox.rs` (stdlib, require,
 //! deadline hook), `policy.rs` (RPC handler and room policy adapters).
 
 mod api;
 mod hooks;
 mod netpeer;
+mod netpeer_veto;
 mod policy;
 mod sandbox;
 mod services;
@@ -84,6 +85,11 @@ pub(crate) enum Call {
     MatchmakerMatched {
         info: crate::services::matchmaker::label::MatchInfo,
         reply: oneshot::Sender<Option<LabelSpec>>,
+    },
+    /// `netpeer_on_proposal` (`netpeer_veto.rs`).
+    NetpeerVeto {
+        request: crate::netpeer::VetoRequest,
+        reply: oneshot::Sender<crate::netpeer::Verdict>,
     },
 }
 

@@ -237,7 +237,11 @@ impl Vm {
         self.lua.used_memory()
     }
 
-    fn invoke<T>(&self, budget: Duration, f: impl FnOnce(&Lua) -> mlua::Result<T>) -> Outcome<T> {
+    pub(super) fn invoke<T>(
+        &self,
+        budget: Duration,
+        f: impl FnOnce(&Lua) -> mlua::Result<T>,
+    ) -> Outcome<T> {
         self.lua.set_app_data(Invocation {
             deadline: Some(Instant::now() + budget),
             ..Invocation::default()

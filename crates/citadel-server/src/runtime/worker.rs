@@ -119,6 +119,7 @@ impl Worker {
         } = parts;
         vm.install_host(deps.host.clone());
         vm.install_netpeer(deps.netpeer.clone());
+        super::netpeer_veto::connect(&deps.netpeer, &runtime);
         let actors = ScriptActors::default();
         vm.install_transform(TransformHost {
             hub: deps.hub.clone(),
@@ -244,6 +245,25 @@ impl Worker {
                 let result = self.finish("on_room_join", out, origin_of(&caller));
                 // No handler → admit; failure → reject (fail closed).
                 let _ = reply.send(result.map(|r| r.unwrap_or(true)).unwrap_or(false));
+            }
+            Call::NetpeerVeto { request, reply } => {
+                let id = request.participant_id;
+                let place = self
+                    .deps
+                    .realm
+                    .room_of(id)
+                    .map_or(Place::Default, Place::Room);
+                let verdict = match self.vm.netpeer_veto(&request) {
+                    // Past the deadline before it started: the driver
+                    // already vetoed it.
+                    None => crate::netpeer::Verdict::Timeout,
+                    Some(out) => super::netpeer_veto::verdict_of(self.finish(
+                        "netpeer_on_proposal",
+                        out,
+                        Origin::Participant { id, place },
+                    )),
+                };
+                let _ = reply.send(verdict);
             }
         }
         if let Some(registered) = self.vm.refresh_registered() {
