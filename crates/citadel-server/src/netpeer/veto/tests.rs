@@ -3,7 +3,6 @@
 //! in-flight bound, each fail-closed outcome, and a commit made stale by a
 //! change while the verdict was pending.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -129,6 +128,15 @@ fn rig(tweak: impl FnOnce(&mut NetworkPeerConfig)) -> Rig {
     }
 }
 
+/// A rig whose lane is live: a registered handler answered by [`Held`].
+fn judged_rig(tweak: impl FnOnce(&mut NetworkPeerConfig)) -> (Rig, Arc<Held>) {
+    let r = rig(tweak);
+    let held = Arc::new(Held::default());
+    r.node.set_veto_caller(Some(held.clone()));
+    r.node.set_lua_veto_active(true);
+    (r, held)
+}
+
 impl Rig {
     /// A full proposal of `ammo` (full bunches need no earlier binding).
     fn propose(&mut self, ammo: i64) {
@@ -197,10 +205,7 @@ async fn without_a_handler_the_proposal_applies_synchronously() {
 
 #[tokio::test]
 async fn lane_keeps_order_bounds_in_flight_and_corrects_a_veto() {
-    let mut r = rig(|c| c.veto_max_in_flight = 2);
-    let held = Arc::new(Held::default());
-    r.node.set_veto_caller(Some(held.clone()));
-    r.node.set_lua_veto_active(true);
+    let (mut r, held) = judged_rig(|c| c.veto_max_in_flight = 2);
     for ammo in [10, 20, 30, 40] {
         r.propose(ammo);
     }
@@ -237,10 +242,7 @@ async fn lane_keeps_order_bounds_in_flight_and_corrects_a_veto() {
 
 #[tokio::test]
 async fn failures_veto_and_a_state_change_makes_the_commit_stale() {
-    let mut r = rig(|c| c.veto_budget_ms = 30);
-    let held = Arc::new(Held::default());
-    r.node.set_veto_caller(Some(held.clone()));
-    r.node.set_lua_veto_active(true);
+    let (mut r, held) = judged_rig(|c| c.veto_budget_ms = 30);
     for (verdict, outcome) in [
         (Verdict::Error, VetoOutcome::Error),
         (Verdict::Timeout, VetoOutcome::Timeout),
@@ -257,18 +259,10 @@ async fn failures_veto_and_a_state_change_makes_the_commit_stale() {
     assert_eq!(r.ammo(), Some(0));
     assert_eq!(r.metrics.netpeer.event("full_correction"), 3);
     // The owner changes while the verdict is pending: dropped as stale.
-    let mut r = rig(|_| {});
-    let held = Arc::new(Held::default());
-    r.node.set_veto_caller(Some(held.clone()));
-    r.node.set_lua_veto_active(true);
+    let (mut r, held) = judged_rig(|_| {});
     r.propose(9);
-    let pending = AtomicUsize::new(0);
     r.settle("request queued", |_| {
-        pending.store(
-            held.waiting.lock().map(|w| w.len()).unwrap_or(0),
-            Ordering::Relaxed,
-        );
-        pending.load(Ordering::Relaxed) == 1
+        held.waiting.lock().map(|w| w.len()).unwrap_or(0) == 1
     })
     .await;
     assert!(r.node.set_owner(r.object, None).is_ok());
