@@ -134,6 +134,8 @@ pub(super) struct LuaVeto {
     caller: Mutex<Option<Arc<dyn VetoCaller>>>,
     active: AtomicBool,
     lanes: Mutex<HashMap<ConnId, Lane>>,
+    /// Proposals waiting in any lane (0: no lane needs a look).
+    busy: Arc<AtomicUsize>,
     budget: Duration,
     max_in_flight: usize,
 }
@@ -148,6 +150,7 @@ impl LuaVeto {
             caller: Mutex::new(None),
             active: AtomicBool::new(false),
             lanes: Mutex::new(HashMap::new()),
+            busy: Arc::new(AtomicUsize::new(0)),
             budget: Duration::from_millis(config.veto_budget_ms.max(1)),
             max_in_flight: config.veto_max_in_flight.max(1),
         }
@@ -162,10 +165,14 @@ impl LuaVeto {
     }
 
     /// Whether `conn`'s proposals take the lane: a handler is live, or
-    /// earlier proposals still wait there (order is kept).
+    /// earlier proposals still wait there (order is kept). Without a
+    /// handler and with every lane idle this is two atomic loads.
     fn routes(&self, conn: ConnId) -> bool {
-        self.live_caller().is_some()
-            || lock(&self.lanes)
+        if self.active.load(Ordering::Acquire) {
+            return lock(&self.caller).is_some();
+        }
+        self.busy.load(Ordering::Acquire) > 0
+            && lock(&self.lanes)
                 .get(&conn)
                 .is_some_and(|l| l.in_flight.load(Ordering::Acquire) > 0)
     }
@@ -219,7 +226,7 @@ impl NetPeerNode {
                 Arc::downgrade(self),
                 participant_id,
                 rx,
-                in_flight.clone(),
+                [in_flight.clone(), veto.busy.clone()],
             ));
             Lane { tx, in_flight }
         });
@@ -228,13 +235,18 @@ impl NetPeerNode {
             self.count_veto(VetoOutcome::InFlightFull);
             return;
         }
-        lane.in_flight.fetch_add(1, Ordering::AcqRel);
+        let counts = [&lane.in_flight, &veto.busy];
+        for c in counts {
+            c.fetch_add(1, Ordering::AcqRel);
+        }
         let job = Job {
             user_id: user_id.map(str::to_owned),
             body,
         };
         if lane.tx.send(job).is_err() {
-            lane.in_flight.fetch_sub(1, Ordering::AcqRel);
+            for c in counts {
+                c.fetch_sub(1, Ordering::AcqRel);
+            }
         }
     }
 
@@ -321,14 +333,17 @@ async fn run_lane(
     node: Weak<NetPeerNode>,
     participant_id: u64,
     mut rx: mpsc::UnboundedReceiver<Job>,
-    in_flight: Arc<AtomicUsize>,
+    counts: [Arc<AtomicUsize>; 2],
 ) {
+    // Ends once the lane is dropped (disconnect) and drained; a job left
+    // after the node is gone is dropped unjudged.
     while let Some(job) = rx.recv().await {
-        let Some(node) = node.upgrade() else {
-            break;
-        };
-        node.judge(participant_id, job).await;
-        in_flight.fetch_sub(1, Ordering::AcqRel);
+        if let Some(node) = node.upgrade() {
+            node.judge(participant_id, job).await;
+        }
+        for c in &counts {
+            c.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 }
 

@@ -19,8 +19,9 @@
 //! Files: `vm.rs` (one VM, budgeted invocations), `worker.rs` (the thread,
 //! ticks, hot reload, command delivery), `hooks.rs` (registration),
 //! `api.rs` (host functions and commands), `netpeer.rs` (NetworkPeer
-//! host functions), `netpeer_veto.rs` (the `netpeer_on_proposal` hook), `sandbox.rs` (stdlib, require,
-//! deadline hook), `policy.rs` (RPC handler and room policy adapters).
+//! host functions), `netpeer_veto.rs` (the `netpeer_on_proposal` hook),
+//! `sandbox.rs` (stdlib, require, deadline hook), `policy.rs` (RPC handler
+//! and room policy adapters).
 
 mod api;
 mod hooks;
