@@ -18,6 +18,8 @@
 //!   optional schema table (kind 15).
 //! - [`proposal`]: the client → server pipeline with a typed rejection per
 //!   rule, the veto hook, corrections and the budgeted rebroadcast.
+//! - [`items`]: keyed insert / update / remove of server-owned collection
+//!   items.
 //! - [`encode`]: bunch encoding split into a per-receiver header and a
 //!   values section that can be encoded once and shared (§6.5).
 //!
@@ -36,6 +38,7 @@
 pub mod class;
 pub mod encode;
 pub mod interest;
+pub mod items;
 pub mod limits;
 pub mod proposal;
 pub mod server;
@@ -46,7 +49,7 @@ pub use class::{
     Authority as FieldAuthority, Class, ClassError, ClassSpec, Cond, Evolution, FieldSpec, TypeTag,
 };
 pub use limits::{AuthorityConfig, InterestConfig, Limits};
-pub use proposal::{Applied, NoVeto, Proposal, Rejection, VetoHook};
+pub use proposal::{Applied, NoVeto, Pending, Proposal, Rejection, VetoHook};
 pub use server::{ApiError, Authority, ConnId, Counters, Outgoing};
 pub use session::{NetworkPeerSession, Outcome, SessionError, SessionLimits};
 pub use value::{Items, Value};

@@ -11,6 +11,13 @@
 //! then the veto hook, the apply, a correction full bunch for a vetoed owner
 //! and the rebroadcast to relevant peers within the proposer's byte budget.
 //!
+//! Two phases for a verdict that comes later (a script on another thread):
+//! [`Authority::validate_proposal`] runs steps 1-7 and returns a
+//! [`Pending`] without applying; [`Authority::commit_proposal`] re-checks it
+//! against the current state (a change in between is [`Rejection::Stale`])
+//! and applies what the verdict allows. [`Authority::handle_proposal`] is
+//! both with a synchronous [`VetoHook`] in between.
+//!
 //! What it is not: a reply path. Nothing here answers the client.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -62,11 +69,15 @@ pub enum Rejection {
     OutOfBounds,
     /// A field proposed again within its cooldown.
     Cooldown,
+    /// The object, its owner, its match or the binding changed between
+    /// [`Authority::validate_proposal`] and [`Authority::commit_proposal`]
+    /// (a proposal that waited for an asynchronous veto verdict).
+    Stale,
 }
 
 impl Rejection {
     /// Every reason, in counter order.
-    pub const ALL: [Rejection; 17] = [
+    pub const ALL: [Rejection; 18] = [
         Rejection::UnknownConnection,
         Rejection::Oversize,
         Rejection::RateBunches,
@@ -84,6 +95,7 @@ impl Rejection {
         Rejection::RateFields,
         Rejection::OutOfBounds,
         Rejection::Cooldown,
+        Rejection::Stale,
     ];
 
     /// Metric label.
@@ -106,6 +118,7 @@ impl Rejection {
             Rejection::RateFields => "rate_fields",
             Rejection::OutOfBounds => "out_of_bounds",
             Rejection::Cooldown => "cooldown",
+            Rejection::Stale => "stale",
         }
     }
 }
@@ -121,6 +134,50 @@ pub struct Proposal<'a> {
     pub class_id: u32,
     /// Decoded, bounds-checked values.
     pub fields: &'a [(u16, FieldValue)],
+}
+
+/// A proposal that passed steps 1-7 and waits for its veto verdict: what
+/// [`Authority::validate_proposal`] returns and
+/// [`Authority::commit_proposal`] consumes. Only the core builds one, so
+/// a driver cannot forge a proposal past the checks.
+#[derive(Debug, PartialEq)]
+pub struct Pending {
+    conn: ConnId,
+    object_id: u32,
+    class_id: u32,
+    match_id: u32,
+    owner_epoch: u32,
+    version: usize,
+    full: bool,
+    result_id: u64,
+    set: Vec<u16>,
+    values: Vec<(u16, FieldValue)>,
+}
+
+impl Pending {
+    /// What the veto hook sees.
+    pub fn proposal(&self) -> Proposal<'_> {
+        Proposal {
+            conn: self.conn,
+            object_id: self.object_id,
+            class_id: self.class_id,
+            fields: &self.values,
+        }
+    }
+
+    /// Every proposed field id (the verdict that vetoes everything).
+    pub fn field_ids(&self) -> Vec<u16> {
+        self.values.iter().map(|(f, _)| *f).collect()
+    }
+
+    /// Runs a synchronous hook: the field ids it vetoes (all of them when
+    /// it panics).
+    pub fn judge(&self, hook: &mut dyn VetoHook) -> Vec<u16> {
+        match catch_unwind(AssertUnwindSafe(|| hook.veto(&self.proposal()))) {
+            Ok(v) => v,
+            Err(_) => self.field_ids(),
+        }
+    }
 }
 
 /// Trusted code's optional veto: returns the field ids it refuses. A hook
@@ -202,10 +259,52 @@ fn read_mask(body: &[u8], full: bool, field_count: usize) -> Result<Vec<u16>, De
     Ok(set)
 }
 
+/// Step 6: a delta needs a binding at this version; `result_id` must be
+/// above the highest applied one.
+fn check_binding(
+    full: bool,
+    binding: Option<&crate::server::Binding>,
+    version: usize,
+    result_id: u64,
+) -> Result<(), Rejection> {
+    match (full, binding) {
+        (false, None) => Err(Rejection::NoBinding),
+        (false, Some(b)) if b.version != version => Err(Rejection::NoBinding),
+        (_, Some(b)) if result_id <= b.last_result => Err(Rejection::StaleResultId),
+        _ => Ok(()),
+    }
+}
+
+/// Step 7's cooldown: no proposed field within its cooldown.
+fn check_cooldowns(
+    pending: &Pending,
+    class: &crate::class::Class,
+    conn: &crate::server::Conn,
+    default_ms: u64,
+    now_ms: u64,
+) -> Result<(), Rejection> {
+    for (f, _) in &pending.values {
+        let cooldown = class.fields()[usize::from(*f)]
+            .cooldown_ms
+            .unwrap_or(default_ms);
+        if cooldown > 0
+            && conn
+                .cooldowns
+                .get(&(pending.object_id, *f))
+                .is_some_and(|&at| now_ms < at.saturating_add(cooldown))
+        {
+            return Err(Rejection::Cooldown);
+        }
+    }
+    Ok(())
+}
+
 impl Authority {
     /// Runs one inbound kind-13 body through the pipeline. `Err` is a
     /// silent drop (counted); nothing is sent to the proposer except a
-    /// correction when the hook vetoed fields.
+    /// correction when the hook vetoed fields. The same as
+    /// [`Authority::validate_proposal`], the hook, then
+    /// [`Authority::commit_proposal`].
     pub fn handle_proposal(
         &mut self,
         conn: ConnId,
@@ -213,7 +312,40 @@ impl Authority {
         now_ms: u64,
         hook: &mut dyn VetoHook,
     ) -> Result<Applied, Rejection> {
-        let r = self.proposal(conn, body, now_ms, hook);
+        let pending = self.validate_proposal(conn, body, now_ms)?;
+        let vetoed = pending.judge(hook);
+        self.commit_proposal(pending, &vetoed, now_ms)
+    }
+
+    /// Steps 1-7 of the pipeline without applying anything: the buckets
+    /// are charged, nothing else changes. `Ok` is what the veto hook
+    /// judges; hand it to [`Authority::commit_proposal`] with the verdict.
+    pub fn validate_proposal(
+        &mut self,
+        conn: ConnId,
+        body: &[u8],
+        now_ms: u64,
+    ) -> Result<Pending, Rejection> {
+        let r = self.validate(conn, body, now_ms);
+        if let Err(why) = &r {
+            self.counters.rejected[*why as usize] += 1;
+        }
+        r
+    }
+
+    /// Steps 8-9 for a validated proposal: re-checks it against the
+    /// current state (object, match, class, owner and owner epoch, the
+    /// binding and `result_id` order, cooldowns; a change since
+    /// [`Authority::validate_proposal`] is [`Rejection::Stale`]), then
+    /// applies every field not in `vetoed`, sends the owner a correction
+    /// when a proposed field was vetoed, and rebroadcasts.
+    pub fn commit_proposal(
+        &mut self,
+        pending: Pending,
+        vetoed: &[u16],
+        now_ms: u64,
+    ) -> Result<Applied, Rejection> {
+        let r = self.commit(pending, vetoed, now_ms);
         match &r {
             Ok(_) => self.counters.proposals_applied += 1,
             Err(why) => self.counters.rejected[*why as usize] += 1,
@@ -221,13 +353,12 @@ impl Authority {
         r
     }
 
-    fn proposal(
+    fn validate(
         &mut self,
         conn_id: ConnId,
         body: &[u8],
         now_ms: u64,
-        hook: &mut dyn VetoHook,
-    ) -> Result<Applied, Rejection> {
+    ) -> Result<Pending, Rejection> {
         let limits = self.config.limits;
         // 1. size, then the buckets.
         let conn = self
@@ -294,14 +425,7 @@ impl Authority {
             }
         }
         // 6. binding and result_id order.
-        match (header.full, binding) {
-            (None, None) => return Err(Rejection::NoBinding),
-            (None, Some(b)) if b.version != version => return Err(Rejection::NoBinding),
-            (_, Some(b)) if header.result_id <= b.last_result => {
-                return Err(Rejection::StaleResultId);
-            }
-            _ => {}
-        }
+        check_binding(header.full.is_some(), binding, version, header.result_id)?;
         // 7. field bucket, values and bounds, cooldown.
         if !conn.buckets.fields.take(set.len() as u64, now_ms) {
             return Err(Rejection::RateFields);
@@ -312,44 +436,71 @@ impl Authority {
             }
             _ => Rejection::Malformed,
         })?;
-        for (f, v) in &bunch.values {
+        for (_, v) in &bunch.values {
             if let FieldValue::Scalar(x) = v
                 && !x.is_finite()
             {
                 return Err(Rejection::OutOfBounds);
             }
-            let cooldown = class.fields()[usize::from(*f)]
-                .cooldown_ms
-                .unwrap_or(limits.cooldown_ms);
-            if cooldown > 0
-                && conn
-                    .cooldowns
-                    .get(&(object_id, *f))
-                    .is_some_and(|&at| now_ms < at.saturating_add(cooldown))
-            {
-                return Err(Rejection::Cooldown);
-            }
         }
-        // 8. veto, apply, correction.
-        let class_id = obj.class;
-        let vetoed: Vec<u16> = {
-            let proposal = Proposal {
-                conn: conn_id,
-                object_id,
-                class_id,
-                fields: &bunch.values,
-            };
-            match catch_unwind(AssertUnwindSafe(|| hook.veto(&proposal))) {
-                Ok(v) => v,
-                Err(_) => bunch.values.iter().map(|(f, _)| *f).collect(),
-            }
+        let pending = Pending {
+            conn: conn_id,
+            object_id,
+            class_id: obj.class,
+            match_id: obj.match_id,
+            owner_epoch: obj.owner_epoch,
+            version,
+            full: header.full.is_some(),
+            result_id: header.result_id,
+            set,
+            values: bunch.values,
         };
-        let owner_epoch = obj.owner_epoch;
+        check_cooldowns(&pending, class, conn, limits.cooldown_ms, now_ms)?;
+        Ok(pending)
+    }
+
+    fn commit(
+        &mut self,
+        pending: Pending,
+        vetoed: &[u16],
+        now_ms: u64,
+    ) -> Result<Applied, Rejection> {
+        let default_cooldown = self.config.limits.cooldown_ms;
+        let object_id = pending.object_id;
+        let conn_id = pending.conn;
+        // 8. re-check what may have changed since the validation.
+        let conn = self.conns.get_mut(&conn_id).ok_or(Rejection::Stale)?;
+        let obj = self.objects.get(&object_id).ok_or(Rejection::Stale)?;
+        let class = self.classes.get(&obj.class).ok_or(Rejection::Stale)?;
+        if obj.class != pending.class_id
+            || obj.match_id != pending.match_id
+            || conn.match_id != pending.match_id
+            || obj.owner != Some(conn_id)
+            || obj.owner_epoch != pending.owner_epoch
+        {
+            return Err(Rejection::Stale);
+        }
+        let binding = conn
+            .bindings
+            .get(&object_id)
+            .filter(|b| b.owner_epoch == obj.owner_epoch);
+        check_binding(pending.full, binding, pending.version, pending.result_id)
+            .map_err(|_| Rejection::Stale)?;
+        check_cooldowns(&pending, class, conn, default_cooldown, now_ms)?;
+        // The veto, the apply and the correction.
+        let Pending {
+            version,
+            result_id,
+            owner_epoch,
+            set,
+            values,
+            ..
+        } = pending;
         conn.bindings.insert(
             object_id,
             crate::server::Binding {
                 version,
-                last_result: header.result_id,
+                last_result: result_id,
                 owner_epoch,
             },
         );
@@ -362,13 +513,13 @@ impl Authority {
         }
         let mut applied = Vec::new();
         let mut writes = Vec::new();
-        for (f, v) in bunch.values {
+        for (f, v) in values {
             if vetoed.contains(&f) {
                 continue;
             }
             let cooldown = class.fields()[usize::from(f)]
                 .cooldown_ms
-                .unwrap_or(limits.cooldown_ms);
+                .unwrap_or(default_cooldown);
             if cooldown > 0 {
                 conn.cooldowns.insert((object_id, f), now_ms);
             }
@@ -379,7 +530,7 @@ impl Authority {
             // The field index was checked against the class above.
             let _ = self.put(object_id, f, Value::Plain(v));
         }
-        let vetoed: Vec<u16> = vetoed.into_iter().filter(|f| set.contains(f)).collect();
+        let vetoed: Vec<u16> = set.into_iter().filter(|f| vetoed.contains(f)).collect();
         if !vetoed.is_empty() {
             self.send_now(object_id, conn_id, now_ms, Cause::Correction);
         }

@@ -384,6 +384,100 @@ fn veto_corrects_the_owner_and_a_panicking_hook_vetoes_everything() -> TestResul
     Ok(())
 }
 
+/// Asserts the commit of `pending` is dropped as stale with `obj` unchanged.
+fn commit_is_stale(w: &mut World, pending: citadel_netpeer::Pending, obj: u32) {
+    let before = w.s.values(obj).map(<[Value]>::to_vec);
+    let stale = w.s.counters().rejected[Rejection::Stale as usize];
+    assert_eq!(
+        w.s.commit_proposal(pending, &[], w.now),
+        Err(Rejection::Stale)
+    );
+    assert_eq!(w.s.values(obj).map(<[Value]>::to_vec), before);
+    assert_eq!(
+        w.s.counters().rejected[Rejection::Stale as usize],
+        stale + 1
+    );
+    while w.s.poll_output().is_some() {}
+    // Nothing was bound: the session's next proposal starts with a full.
+    w.session.rebind(obj);
+}
+
+#[test]
+fn two_phase_validates_without_applying_and_commit_rechecks_the_state() -> TestResult {
+    let mut w = world(AuthorityConfig::default());
+    let obj = w.obj;
+    let before = w.pos();
+    // Validation applies nothing, sends nothing, counts nothing but buckets.
+    let body = w
+        .session
+        .propose(obj, &[pos(3.0), (AMMO, FieldValue::Int(5))])?;
+    let pending =
+        w.s.validate_proposal(OWNER, &body, 0)
+            .map_err(|e| format!("{e:?}"))?;
+    let seen = pending.proposal();
+    assert_eq!(
+        (seen.conn, seen.object_id, seen.class_id),
+        (OWNER, obj, SHIP)
+    );
+    assert_eq!(seen.fields.len(), 2);
+    assert_eq!(pending.field_ids(), vec![POS, AMMO]);
+    assert_eq!(w.pos(), before);
+    assert!(w.s.poll_output().is_none());
+    assert_eq!(w.s.counters().proposals_applied, 0);
+    // A rule broken at validation is counted there, as in handle_proposal.
+    assert_eq!(
+        w.s.validate_proposal(PEER, &body, 0),
+        Err(Rejection::NotOwner)
+    );
+    assert_eq!(w.s.counters().rejected[Rejection::NotOwner as usize], 1);
+    // The verdict vetoes AMMO: POS applies, the owner gets a correction.
+    let r =
+        w.s.commit_proposal(pending, &[AMMO], 0)
+            .map_err(|e| format!("{e:?}"))?;
+    assert_eq!((r.applied, r.vetoed), (vec![POS], vec![AMMO]));
+    assert_ne!(w.pos(), before);
+    assert_eq!(w.s.counters().full_correction, 1);
+    assert_eq!(w.s.counters().proposals_applied, 1);
+    while w.s.poll_output().is_some() {}
+
+    // Each change between the phases makes the commit stale.
+    let body = w.session.propose(obj, &[pos(4.0)])?;
+    let pending =
+        w.s.validate_proposal(OWNER, &body, 0)
+            .map_err(|e| format!("{e:?}"))?;
+    w.s.set_owner(obj, Some(PEER))?;
+    commit_is_stale(&mut w, pending, obj);
+    w.s.set_owner(obj, Some(OWNER))?;
+
+    let body = w.session.propose(obj, &[pos(5.0)])?;
+    let pending =
+        w.s.validate_proposal(OWNER, &body, 0)
+            .map_err(|e| format!("{e:?}"))?;
+    w.s.move_connection(OWNER, 1)?;
+    commit_is_stale(&mut w, pending, obj);
+    w.s.move_connection(OWNER, 0)?;
+
+    // Two proposals validated against the same binding: the second one's
+    // result_id is no longer above the applied one.
+    let body = w.session.propose(obj, &[pos(6.0)])?;
+    let first =
+        w.s.validate_proposal(OWNER, &body, 0)
+            .map_err(|e| format!("{e:?}"))?;
+    let again =
+        w.s.validate_proposal(OWNER, &body, 0)
+            .map_err(|e| format!("{e:?}"))?;
+    assert!(w.s.commit_proposal(first, &[], 0).is_ok());
+    commit_is_stale(&mut w, again, obj);
+
+    let body = w.session.propose(obj, &[pos(7.0)])?;
+    let pending =
+        w.s.validate_proposal(OWNER, &body, 0)
+            .map_err(|e| format!("{e:?}"))?;
+    assert!(w.s.despawn(obj));
+    commit_is_stale(&mut w, pending, obj);
+    Ok(())
+}
+
 #[test]
 fn rebroadcast_reaches_relevant_peers_within_the_byte_budget() -> TestResult {
     let mut s = Authority::new(AuthorityConfig {

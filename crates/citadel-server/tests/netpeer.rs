@@ -10,6 +10,8 @@
 //! the honest peer's view stay unchanged.
 
 mod common;
+#[path = "netpeer/lua.rs"]
+mod lua;
 
 use std::time::Duration;
 
@@ -26,6 +28,7 @@ const SCRIPT: &str = r#"
 local CLASS = 7
 HASH = citadel.netpeer_register_class{
   class_id = CLASS,
+  name = "Ship",
   layout_version = 1,
   fields = {
     { name = "hp", type = "int", min = 0, max = 100 },
@@ -106,8 +109,11 @@ fn session() -> NetworkPeerSession {
     s
 }
 
-async fn node(tweak: impl FnOnce(&mut citadel_server::config::Config)) -> RunningNode {
-    common::start_scripted(&common::temp_sqlite_url(), "netpeer", SCRIPT, |c| {
+async fn node_with(
+    script: &str,
+    tweak: impl FnOnce(&mut citadel_server::config::Config),
+) -> RunningNode {
+    common::start_scripted(&common::temp_sqlite_url(), "netpeer", script, |c| {
         c.transport.network_peer.enabled = true;
         tweak(c);
     })
@@ -115,7 +121,11 @@ async fn node(tweak: impl FnOnce(&mut citadel_server::config::Config)) -> Runnin
 }
 
 async fn np(client: &mut TestClient, body: &str) -> String {
-    let bytes = tokio::time::timeout(STEP, client.call_rpc("np", body.as_bytes()))
+    rpc(client, "np", body).await
+}
+
+async fn rpc(client: &mut TestClient, method: &str, body: &str) -> String {
+    let bytes = tokio::time::timeout(STEP, client.call_rpc(method, body.as_bytes()))
         .await
         .expect("reply in time")
         .expect("script answers");
@@ -192,7 +202,16 @@ async fn world(
     tweak: impl FnOnce(&mut citadel_server::config::Config),
     spawn: &str,
 ) -> World {
-    let node = node(tweak).await;
+    world_with(SCRIPT, t, tweak, spawn).await
+}
+
+async fn world_with(
+    script: &str,
+    t: Transport,
+    tweak: impl FnOnce(&mut citadel_server::config::Config),
+    spawn: &str,
+) -> World {
+    let node = node_with(script, tweak).await;
     let mut a = common::guest(&node, t).await;
     let mut b = common::guest(&node, t).await;
     let object: u32 = np(&mut a, spawn).await.parse().expect("object id");

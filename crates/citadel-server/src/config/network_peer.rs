@@ -4,7 +4,8 @@
 //! `interest_cell_size`, `interest_inner`, `interest_outer`) plus the
 //! bounds the authority enforces, each with the default of
 //! realtime-behaviour §6: the replication caps, the ack timeout, the
-//! authority tick rate and the per-connection proposal limits.
+//! authority tick rate and the per-connection proposal limits, and the
+//! Lua veto hook's budget and per-connection in-flight bound.
 //!
 //! What it is not: the driver (`crate::netpeer`). Call order: parsed with
 //! the rest of `[transport]`, then [`NetworkPeerConfig::validate`]; the
@@ -52,6 +53,13 @@ pub struct NetworkPeerConfig {
     pub max_fields_per_bunch: u32,
     /// Default per-field cooldown between accepted proposals (ms).
     pub field_cooldown_ms: u64,
+    /// Longest a proposal waits for the Lua `netpeer_on_proposal` verdict,
+    /// from the hand-off to the script thread (queue wait included); past
+    /// it the proposal is vetoed (ms).
+    pub veto_budget_ms: u64,
+    /// Proposals of one connection waiting for a Lua verdict at most; one
+    /// more is dropped.
+    pub veto_max_in_flight: usize,
 }
 
 impl Default for NetworkPeerConfig {
@@ -75,6 +83,8 @@ impl Default for NetworkPeerConfig {
             max_bunch_bytes: l.max_bunch_bytes,
             max_fields_per_bunch: l.max_fields_per_bunch,
             field_cooldown_ms: l.cooldown_ms,
+            veto_budget_ms: 5,
+            veto_max_in_flight: 16,
         }
     }
 }
@@ -110,6 +120,18 @@ impl NetworkPeerConfig {
             return Err(invalid(
                 "transport.network_peer.tick_hz",
                 "must be 1..=1000",
+            ));
+        }
+        if !(1..=1_000).contains(&self.veto_budget_ms) {
+            return Err(invalid(
+                "transport.network_peer.veto_budget_ms",
+                "must be 1..=1000",
+            ));
+        }
+        if !(1..=4_096).contains(&self.veto_max_in_flight) {
+            return Err(invalid(
+                "transport.network_peer.veto_max_in_flight",
+                "must be 1..=4096",
             ));
         }
         self.authority().validate().map_err(|key| {

@@ -407,6 +407,7 @@ fn network_peer_keys_defaults_env_and_bounds() {
     );
     assert_eq!((d.max_bunches_per_sec, d.max_bytes_per_sec), (240, 262_144));
     assert_eq!((d.max_bunch_bytes, d.max_fields_per_bunch), (65_536, 1_024));
+    assert_eq!((d.veto_budget_ms, d.veto_max_in_flight), (5, 16));
     let c = load(
         "[transport.network_peer]\nenabled = true\nack_timeout_ms = 250\n",
         &[("CITADEL_TRANSPORT_NETWORK_PEER_MAX_BUNCHES_PER_SEC", "12")],
@@ -427,6 +428,14 @@ fn network_peer_keys_defaults_env_and_bounds() {
             "transport.network_peer.max_bunch_bytes",
         ),
         ("tick_hz = 0", "transport.network_peer.tick_hz"),
+        (
+            "veto_budget_ms = 0",
+            "transport.network_peer.veto_budget_ms",
+        ),
+        (
+            "veto_max_in_flight = 0",
+            "transport.network_peer.veto_max_in_flight",
+        ),
         (
             "interest_cell_size = -1.0",
             "transport.network_peer.interest_cell_size",

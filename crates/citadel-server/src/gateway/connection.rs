@@ -367,10 +367,11 @@ impl Connection {
             // Kinds 13/14: the NetworkPeer driver owns them; rejections are
             // silent drops counted by reason there.
             KIND_REP_DELTA if self.deps.netpeer.enabled() => {
-                let _ = self
-                    .deps
-                    .netpeer
-                    .handle_proposal(participant_id, &envelope.body);
+                self.deps.netpeer.handle_proposal_from(
+                    participant_id,
+                    live.identity.user_id(),
+                    envelope.body,
+                );
             }
             KIND_REP_ACK if self.deps.netpeer.enabled() => {
                 self.deps.netpeer.handle_ack(participant_id, &envelope.body);

@@ -23,11 +23,15 @@
 //! [`NetPeerNode::handle_ack`] and reports disconnects; trusted code
 //! (Lua, `runtime::netpeer`) registers classes and spawns / writes objects;
 //! the node's tick task calls [`NetPeerNode::handle_tick`] at
-//! `transport.network_peer.tick_hz`.
+//! `transport.network_peer.tick_hz`. With a Lua `netpeer_on_proposal`
+//! handler, kind 13 goes through `veto.rs` instead: validate under the
+//! lock, await the script's verdict with no lock held, commit.
 
 mod stats;
+mod veto;
 
 pub use stats::NetpeerStats;
+pub use veto::{Verdict, VetoCaller, VetoOutcome, VetoRequest};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -61,6 +65,7 @@ pub struct NetPeerNode {
     epoch: Instant,
     metrics: Arc<Metrics>,
     router: Arc<dyn Router>,
+    lua_veto: veto::LuaVeto,
 }
 
 impl std::fmt::Debug for NetPeerNode {
@@ -90,6 +95,7 @@ impl NetPeerNode {
             epoch: Instant::now(),
             metrics,
             router,
+            lua_veto: veto::LuaVeto::new(config),
         })
     }
 
@@ -157,6 +163,7 @@ impl NetPeerNode {
 
     /// The connection left: its baselines, bindings and buckets go.
     pub fn handle_disconnect(&self, participant_id: u64) {
+        self.lua_veto.drop_lane(participant_id);
         if self.enabled {
             self.drive(|d, _| d.core.disconnect(participant_id));
         }
@@ -247,6 +254,26 @@ impl NetPeerNode {
     /// Replaces a collection field's items.
     pub fn set_items(&self, object_id: u32, field: u16, items: Items) -> Result<(), ApiError> {
         self.drive(|d, _| d.core.set_items(object_id, field, items))
+    }
+
+    /// Inserts or updates one collection item by key (`citadel_netpeer::items`).
+    pub fn upsert_item(
+        &self,
+        object_id: u32,
+        field: u16,
+        rep_key: u64,
+        value: FieldValue,
+    ) -> Result<(), ApiError> {
+        self.drive(|d, _| {
+            d.core
+                .upsert_item(object_id, field, rep_key, value)
+                .map(|_| ())
+        })
+    }
+
+    /// Removes one collection item by key; `false` when there is none.
+    pub fn remove_item(&self, object_id: u32, field: u16, rep_key: u64) -> Result<bool, ApiError> {
+        self.drive(|d, _| d.core.remove_item(object_id, field, rep_key))
     }
 
     /// Assigns or clears the owner.

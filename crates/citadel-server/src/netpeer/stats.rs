@@ -3,13 +3,15 @@
 //! counters are cumulative, so a copy is the whole state), rendered as
 //! `citadel_netpeer_rejected_total{reason=…}` (one line per §6.3 rejection
 //! reason) and `citadel_netpeer_events_total{event=…}` (fulls by cause,
-//! deltas, acks, caps tripping, relevance).
+//! deltas, acks, caps tripping, relevance), plus the driver's own Lua veto
+//! outcomes as `citadel_netpeer_veto_total{outcome=…}`.
 //!
 //! What it is not: a second source of truth; the core counts, this shows.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::VetoOutcome;
 use crate::metrics::labeled_counters;
 use citadel_netpeer::{Counters, Rejection};
 
@@ -43,6 +45,8 @@ pub struct NetpeerStats {
     /// Bunches the router could not queue (the connection was gone or its
     /// reliable lane refused them).
     pub undelivered: AtomicU64,
+    /// Lua veto outcomes (the driver counts these, not the core).
+    veto: [AtomicU64; VetoOutcome::ALL.len()],
 }
 
 impl Default for NetpeerStats {
@@ -51,6 +55,7 @@ impl Default for NetpeerStats {
             rejected: std::array::from_fn(|_| AtomicU64::new(0)),
             events: std::array::from_fn(|_| AtomicU64::new(0)),
             undelivered: AtomicU64::new(0),
+            veto: std::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
 }
@@ -82,6 +87,20 @@ impl NetpeerStats {
             .map_or(0, |c| c.load(Ordering::Relaxed))
     }
 
+    /// Counts one proposal that went through the Lua veto path.
+    pub fn count_veto(&self, outcome: VetoOutcome) {
+        if let Some(c) = self.veto.get(outcome as usize) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Lua veto outcomes so far.
+    pub fn veto(&self, outcome: VetoOutcome) -> u64 {
+        self.veto
+            .get(outcome as usize)
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+
     /// Appends the Prometheus lines.
     pub fn render(&self, out: &mut String) {
         labeled_counters(
@@ -107,6 +126,15 @@ impl NetpeerStats {
             out,
             "# HELP citadel_netpeer_undelivered_total NetworkPeer bunches the router could not queue.\n# TYPE citadel_netpeer_undelivered_total counter\ncitadel_netpeer_undelivered_total {}",
             self.undelivered.load(Ordering::Relaxed)
+        );
+        labeled_counters(
+            out,
+            "citadel_netpeer_veto_total",
+            "NetworkPeer proposals judged by the Lua veto hook, by outcome.",
+            "outcome",
+            VetoOutcome::ALL
+                .into_iter()
+                .map(|o| (o.as_str(), self.veto(o))),
         );
     }
 }

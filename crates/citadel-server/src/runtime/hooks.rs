@@ -17,6 +17,9 @@ use crate::rpc::is_reserved_method;
 
 const HANDLERS: &str = "citadel.handlers";
 
+/// The key [`Registered::hooks`] lists `netpeer_on_proposal` under.
+pub const NETPEER_VETO: &str = "netpeer_on_proposal";
+
 /// Set in app data when a registration happened (the snapshot is stale).
 #[derive(Debug, Default)]
 pub struct Dirty(pub bool);
@@ -178,6 +181,12 @@ pub fn registered(lua: &Lua) -> mlua::Result<Registered> {
         if table.get::<Option<Function>>(hook.key())?.is_some() {
             out.hooks.insert(hook.key());
         }
+    }
+    // Kept beside the others so a script whose only handler is the
+    // NetworkPeer veto is not "empty" (its own registry slot: the driver
+    // is told directly when it changes).
+    if super::netpeer_veto::has_handler(lua) {
+        out.hooks.insert(NETPEER_VETO);
     }
     if let Some(mut d) = lua.app_data_mut::<Dirty>() {
         d.0 = false;

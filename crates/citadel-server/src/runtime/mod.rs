@@ -19,13 +19,15 @@
 //! Files: `vm.rs` (one VM, budgeted invocations), `worker.rs` (the thread,
 //! ticks, hot reload, command delivery), `hooks.rs` (registration),
 //! `api.rs` (host functions and commands), `netpeer.rs` (NetworkPeer
-//! host functions), `movement.rs` (`on_input` verdicts), `sandbox.rs` (stdlib, require,
+//! host functions), `movement.rs` (`on_input` verdicts), `netpeer_veto.rs`
+//! (the `netpeer_on_proposal` hook), `sandbox.rs` (stdlib, require,
 //! deadline hook), `policy.rs` (RPC handler and room policy adapters).
 
 mod api;
 mod hooks;
 mod movement;
 mod netpeer;
+mod netpeer_veto;
 mod policy;
 mod sandbox;
 mod services;
@@ -88,6 +90,11 @@ pub(crate) enum Call {
         reply: oneshot::Sender<Option<LabelSpec>>,
     },
     Input(movement::InputCall),
+    /// `netpeer_on_proposal` (`netpeer_veto.rs`).
+    NetpeerVeto {
+        request: crate::netpeer::VetoRequest,
+        reply: oneshot::Sender<crate::netpeer::Verdict>,
+    },
 }
 
 /// What the VM thread reaches: where script commands are delivered and

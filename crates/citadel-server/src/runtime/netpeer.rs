@@ -1,6 +1,7 @@
 //! Host functions for NetworkPeer replication (trusted code only):
 //! `citadel.netpeer_register_class{...}`, `netpeer_spawn`,
 //! `netpeer_despawn`, `netpeer_set_field`, `netpeer_set_fields`,
+//! `netpeer_item_set`, `netpeer_item_remove` (keyed collection items),
 //! `netpeer_set_owner`, `netpeer_set_position`, `netpeer_move_object`,
 //! `netpeer_move_connection`, `netpeer_set_viewer` and the read
 //! `netpeer_get`.
@@ -60,6 +61,7 @@ pub fn attach(lua: &Lua, node: Arc<NetPeerNode>) {
             tracing::warn!(class_id, error = %e, "netpeer class not registered");
         }
     }
+    super::netpeer_veto::attach(lua, &node);
     lua.set_app_data(NetpeerHost(node));
 }
 
@@ -132,12 +134,39 @@ fn codec_of(f: &Table, name: &str) -> mlua::Result<FieldCodec> {
                 .get::<Option<u32>>("max_len")?
                 .ok_or_else(|| err(format!("netpeer: bytes field `{name}` needs max_len")))?,
         },
+        "collection" => {
+            let item = collection_item(f, name)?;
+            let max_items = f.get::<Option<u32>>("max_items")?.ok_or_else(|| {
+                err(format!(
+                    "netpeer: collection field `{name}` needs max_items"
+                ))
+            })?;
+            FieldCodec::Collection {
+                item: Box::new(codec_of(&item, name)?),
+                max_items,
+            }
+        }
         other => {
             return Err(err(format!(
-                "netpeer: field `{name}`: unknown type `{other}` (bool, int, uint, enum, scalar, vector3, quat, bytes)"
+                "netpeer: field `{name}`: unknown type `{other}` (bool, int, uint, enum, scalar, vector3, quat, bytes, collection)"
             )));
         }
     })
+}
+
+/// The `item` table of a collection field (any type but a collection).
+fn collection_item(f: &Table, name: &str) -> mlua::Result<Table> {
+    let item: Table = f.get::<Option<Table>>("item")?.ok_or_else(|| {
+        err(format!(
+            "netpeer: collection field `{name}` needs an item table"
+        ))
+    })?;
+    if item.get::<Option<String>>("type")?.as_deref() == Some("collection") {
+        return Err(err(format!(
+            "netpeer: field `{name}`: collections cannot nest"
+        )));
+    }
+    Ok(item)
 }
 
 fn cond_of(s: Option<String>, name: &str) -> mlua::Result<Cond> {
@@ -164,7 +193,12 @@ fn field_of(f: &Table) -> mlua::Result<FieldSpec> {
         .ok_or_else(|| err("netpeer: every field needs a name"))?;
     let mut spec =
         FieldSpec::new(name.clone(), codec_of(f, &name)?).cond(cond_of(f.get("cond")?, &name)?);
-    match f.get::<Option<String>>("type")?.as_deref() {
+    // A collection's identity carries its item's type tag.
+    let tagged = match f.get::<Option<String>>("type")?.as_deref() {
+        Some("collection") => collection_item(f, &name)?.get::<Option<String>>("type")?,
+        other => other.map(str::to_owned),
+    };
+    match tagged.as_deref() {
         Some("uint") => spec = spec.type_tag(TypeTag::Uint),
         Some("enum") => spec = spec.type_tag(TypeTag::Enum),
         _ => {}
@@ -274,7 +308,7 @@ fn value_of(codec: &FieldCodec, v: &LuaValue, name: &str) -> mlua::Result<FieldV
     })
 }
 
-fn lua_of(lua: &Lua, v: &Value) -> mlua::Result<LuaValue> {
+pub(super) fn lua_of(lua: &Lua, v: &Value) -> mlua::Result<LuaValue> {
     let vec = |c: &[f32]| -> mlua::Result<LuaValue> {
         let t = lua.create_table()?;
         for (i, x) in c.iter().enumerate() {
@@ -289,21 +323,26 @@ fn lua_of(lua: &Lua, v: &Value) -> mlua::Result<LuaValue> {
         Value::Plain(FieldValue::Vector3(c)) => vec(c)?,
         Value::Plain(FieldValue::Quat(c)) => vec(c)?,
         Value::Plain(FieldValue::Bytes(b)) => LuaValue::String(lua.create_string(b)?),
-        Value::Plain(FieldValue::Collection(_)) | Value::Collection(_) => LuaValue::Nil,
+        Value::Collection(items) => {
+            let t = lua.create_table()?;
+            for (key, v) in items.values() {
+                let key =
+                    i64::try_from(*key).map_or(LuaValue::Number(*key as f64), LuaValue::Integer);
+                t.raw_set(key, lua_of(lua, &Value::Plain(v.clone()))?)?;
+            }
+            LuaValue::Table(t)
+        }
+        Value::Plain(FieldValue::Collection(_)) => LuaValue::Nil,
     })
 }
 
-/// `{name = value, ...}` of an object, resolved against its class.
-fn values_arg(
-    node: &NetPeerNode,
-    object_id: u32,
-    values: &Table,
-) -> mlua::Result<Vec<(u16, FieldValue)>> {
+/// `(name, codec)` of each field of an object's class, in id order.
+fn fields_of(node: &NetPeerNode, object_id: u32) -> mlua::Result<Vec<(String, FieldCodec)>> {
     let class_id = node
         .object(object_id)
         .map(|o| o.class_id)
         .ok_or_else(|| err("netpeer: unknown object"))?;
-    let fields = node.inspect(|core| {
+    Ok(node.inspect(|core| {
         core.class(class_id)
             .map(|c| {
                 c.fields()
@@ -312,19 +351,49 @@ fn values_arg(
                     .collect::<Vec<_>>()
             })
             .unwrap_or_default()
-    });
+    }))
+}
+
+/// The id and codec of field `name`.
+fn field_named(fields: &[(String, FieldCodec)], name: &str) -> mlua::Result<(u16, FieldCodec)> {
+    let (i, (_, codec)) = fields
+        .iter()
+        .enumerate()
+        .find(|(_, (n, _))| n == name)
+        .ok_or_else(|| err(format!("netpeer: unknown field `{name}`")))?;
+    let id = u16::try_from(i).map_err(|_| err("netpeer: field id out of range"))?;
+    Ok((id, codec.clone()))
+}
+
+/// `{name = value, ...}` of an object, resolved against its class.
+fn values_arg(
+    node: &NetPeerNode,
+    object_id: u32,
+    values: &Table,
+) -> mlua::Result<Vec<(u16, FieldValue)>> {
+    let fields = fields_of(node, object_id)?;
     let mut out = Vec::new();
     for pair in values.pairs::<String, LuaValue>() {
         let (name, v) = pair?;
-        let (i, (_, codec)) = fields
-            .iter()
-            .enumerate()
-            .find(|(_, (n, _))| *n == name)
-            .ok_or_else(|| err(format!("netpeer: unknown field `{name}`")))?;
-        let id = u16::try_from(i).map_err(|_| err("netpeer: field id out of range"))?;
-        out.push((id, value_of(codec, &v, &name)?));
+        let (id, codec) = field_named(&fields, &name)?;
+        out.push((id, value_of(&codec, &v, &name)?));
     }
     Ok(out)
+}
+
+/// The id and item codec of collection field `name`, and the key.
+fn item_args(
+    node: &NetPeerNode,
+    object_id: u32,
+    name: &str,
+    key: i64,
+) -> mlua::Result<(u16, FieldCodec, u64)> {
+    let (id, codec) = field_named(&fields_of(node, object_id)?, name)?;
+    let FieldCodec::Collection { item, .. } = codec else {
+        return Err(err(format!("netpeer: field `{name}` is not a collection")));
+    };
+    let key = u64::try_from(key).map_err(|_| err("netpeer: an item key must be >= 0"))?;
+    Ok((id, *item, key))
 }
 
 fn owner_arg(owner: Option<i64>) -> mlua::Result<Option<u64>> {
@@ -338,12 +407,15 @@ fn owner_arg(owner: Option<i64>) -> mlua::Result<Option<u64>> {
 
 /// Installs the functions into the `citadel` table.
 pub fn install(lua: &Lua, citadel: &Table) -> mlua::Result<()> {
+    super::netpeer_veto::install(lua, citadel)?;
     citadel.set(
         "netpeer_register_class",
         lua.create_function(|lua, t: Table| {
             let spec = class_of(&t)?;
             let class = Class::compile(spec.clone()).map_err(|e| err(format!("netpeer: {e}")))?;
             let hash = hex(class.current().schema_hash());
+            let name = t.get::<Option<String>>("name")?;
+            let class_id = spec.class_id;
             match lua.app_data_ref::<NetpeerHost>().map(|h| h.0.clone()) {
                 Some(node) => node
                     .register_class(spec)
@@ -357,6 +429,9 @@ pub fn install(lua: &Lua, citadel: &Table) -> mlua::Result<()> {
                     pending.0.push(spec);
                     lua.set_app_data(pending);
                 }
+            }
+            if let Some(name) = name {
+                super::netpeer_veto::remember_class_name(lua, class_id, &name)?;
             }
             Ok(hash)
         })?,
@@ -419,6 +494,27 @@ pub fn install(lua: &Lua, citadel: &Table) -> mlua::Result<()> {
             let id = u32_arg(id, "object id")?;
             let values = values_arg(&node, id, &values)?;
             node.set_fields(id, &values).map_err(api)
+        })?,
+    )?;
+    citadel.set(
+        "netpeer_item_set",
+        lua.create_function(
+            |lua, (id, name, key, value): (i64, String, i64, LuaValue)| {
+                let node = host(lua)?;
+                let id = u32_arg(id, "object id")?;
+                let (field, item, key) = item_args(&node, id, &name, key)?;
+                let value = value_of(&item, &value, &name)?;
+                node.upsert_item(id, field, key, value).map_err(api)
+            },
+        )?,
+    )?;
+    citadel.set(
+        "netpeer_item_remove",
+        lua.create_function(|lua, (id, name, key): (i64, String, i64)| {
+            let node = host(lua)?;
+            let id = u32_arg(id, "object id")?;
+            let (field, _, key) = item_args(&node, id, &name, key)?;
+            node.remove_item(id, field, key).map_err(api)
         })?,
     )?;
     citadel.set(

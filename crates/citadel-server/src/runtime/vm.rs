@@ -238,7 +238,11 @@ impl Vm {
         self.lua.used_memory()
     }
 
-    fn invoke<T>(&self, budget: Duration, f: impl FnOnce(&Lua) -> mlua::Result<T>) -> Outcome<T> {
+    pub(super) fn invoke<T>(
+        &self,
+        budget: Duration,
+        f: impl FnOnce(&Lua) -> mlua::Result<T>,
+    ) -> Outcome<T> {
         self.lua.set_app_data(Invocation {
             deadline: Some(Instant::now() + budget),
             ..Invocation::default()
@@ -671,6 +675,19 @@ mod tests {
         ));
         let empty = Vm::load_source(&l, b"local x = 1", "=t").unwrap();
         assert!(empty.registered().is_empty());
+        let veto_only = Vm::load_source(
+            &l,
+            b"citadel.netpeer_on_proposal(function() return true end)",
+            "=t",
+        )
+        .unwrap();
+        assert!(!veto_only.registered().is_empty());
+        assert!(
+            veto_only
+                .registered()
+                .hooks
+                .contains(super::hooks::NETPEER_VETO)
+        );
     }
 
     #[test]

@@ -119,6 +119,7 @@ impl Worker {
         } = parts;
         vm.install_host(deps.host.clone());
         vm.install_netpeer(deps.netpeer.clone());
+        super::netpeer_veto::connect(&deps.netpeer, &runtime);
         let actors = ScriptActors::default();
         vm.install_transform(TransformHost {
             hub: deps.hub.clone(),
@@ -253,6 +254,25 @@ impl Worker {
                 }
                 None => call.expire(),
             },
+            Call::NetpeerVeto { request, reply } => {
+                let id = request.participant_id;
+                let place = self
+                    .deps
+                    .realm
+                    .room_of(id)
+                    .map_or(Place::Default, Place::Room);
+                let verdict = match self.vm.netpeer_veto(&request) {
+                    // Past the deadline before it started: the driver
+                    // already vetoed it.
+                    None => crate::netpeer::Verdict::Timeout,
+                    Some(out) => super::netpeer_veto::verdict_of(self.finish(
+                        "netpeer_on_proposal",
+                        out,
+                        Origin::Participant { id, place },
+                    )),
+                };
+                let _ = reply.send(verdict);
+            }
         }
         if let Some(registered) = self.vm.refresh_registered() {
             let registered = registered.clone();
