@@ -37,6 +37,7 @@ pub mod class;
 pub mod encode;
 pub mod interest;
 pub mod limits;
+mod pacing;
 pub mod proposal;
 pub mod server;
 pub mod session;

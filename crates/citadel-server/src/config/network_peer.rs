@@ -4,7 +4,7 @@
 //! `interest_cell_size`, `interest_inner`, `interest_outer`) plus the
 //! bounds the authority enforces, each with the default of
 //! realtime-behaviour §6: the replication caps, the ack timeout, the
-//! authority tick rate and the per-connection proposal limits.
+//! pacing of full bunches, the authority tick rate and the per-connection proposal limits.
 //!
 //! What it is not: the driver (`crate::netpeer`). Call order: parsed with
 //! the rest of `[transport]`, then [`NetworkPeerConfig::validate`]; the
@@ -38,6 +38,9 @@ pub struct NetworkPeerConfig {
     pub collection_cap: usize,
     /// Age of the oldest unacked send that re-baselines the pair (ms).
     pub ack_timeout_ms: u64,
+    /// Most full bunches one connection is sent per tick (bootstrap,
+    /// relevance entry, re-baselines); the rest wait, nearest first.
+    pub bootstrap_per_tick: usize,
     /// Proposal bunches per second per connection.
     pub max_bunches_per_sec: u32,
     /// Proposal bytes per second per connection (also the rebroadcast budget).
@@ -68,6 +71,7 @@ impl Default for NetworkPeerConfig {
             pending_cap: core.pending_cap,
             collection_cap: core.collection_cap,
             ack_timeout_ms: core.ack_timeout_ms,
+            bootstrap_per_tick: core.bootstrap_per_tick,
             max_bunches_per_sec: l.bunches_per_sec,
             max_bytes_per_sec: l.bytes_per_sec,
             max_fields_per_sec: l.fields_per_sec,
@@ -87,6 +91,7 @@ impl NetworkPeerConfig {
             pending_cap: self.pending_cap,
             collection_cap: self.collection_cap,
             ack_timeout_ms: self.ack_timeout_ms,
+            bootstrap_per_tick: self.bootstrap_per_tick,
             interest: InterestConfig {
                 cell_size: self.interest_cell_size,
                 inner: self.interest_inner,

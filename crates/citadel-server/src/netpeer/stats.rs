@@ -3,7 +3,8 @@
 //! counters are cumulative, so a copy is the whole state), rendered as
 //! `citadel_netpeer_rejected_total{reason=…}` (one line per §6.3 rejection
 //! reason) and `citadel_netpeer_events_total{event=…}` (fulls by cause,
-//! deltas, acks, caps tripping, relevance).
+//! deltas, acks, caps tripping, relevance, paced fulls), plus the gauge
+//! `citadel_netpeer_fulls_waiting`.
 //!
 //! What it is not: a second source of truth; the core counts, this shows.
 
@@ -17,7 +18,7 @@ use citadel_netpeer::{Counters, Rejection};
 type Event = (&'static str, fn(&Counters) -> u64);
 
 /// Every event counter, in render order.
-const EVENTS: [Event; 15] = [
+const EVENTS: [Event; 16] = [
     ("fulls", |c| c.fulls),
     ("full_pending_cap", |c| c.full_pending_cap),
     ("full_collection_cap", |c| c.full_collection_cap),
@@ -33,6 +34,7 @@ const EVENTS: [Event; 15] = [
     ("tokens_exhausted", |c| c.tokens_exhausted),
     ("relevance_enter", |c| c.relevance_enter),
     ("relevance_exit", |c| c.relevance_exit),
+    ("full_deferred", |c| c.full_deferred),
 ];
 
 /// The published copy.
@@ -43,6 +45,8 @@ pub struct NetpeerStats {
     /// Bunches the router could not queue (the connection was gone or its
     /// reliable lane refused them).
     pub undelivered: AtomicU64,
+    /// Gauge: pairs whose full bunch the last tick deferred.
+    fulls_waiting: AtomicU64,
 }
 
 impl Default for NetpeerStats {
@@ -51,6 +55,7 @@ impl Default for NetpeerStats {
             rejected: std::array::from_fn(|_| AtomicU64::new(0)),
             events: std::array::from_fn(|_| AtomicU64::new(0)),
             undelivered: AtomicU64::new(0),
+            fulls_waiting: AtomicU64::new(0),
         }
     }
 }
@@ -64,6 +69,13 @@ impl NetpeerStats {
         for (slot, (_, get)) in self.events.iter().zip(EVENTS.iter()) {
             slot.store(get(counters), Ordering::Relaxed);
         }
+        self.fulls_waiting
+            .store(counters.fulls_waiting, Ordering::Relaxed);
+    }
+
+    /// Pairs whose full bunch the last tick deferred (`bootstrap_per_tick`).
+    pub fn fulls_waiting(&self) -> u64 {
+        self.fulls_waiting.load(Ordering::Relaxed)
     }
 
     /// Rejections so far for `reason`.
@@ -107,6 +119,11 @@ impl NetpeerStats {
             out,
             "# HELP citadel_netpeer_undelivered_total NetworkPeer bunches the router could not queue.\n# TYPE citadel_netpeer_undelivered_total counter\ncitadel_netpeer_undelivered_total {}",
             self.undelivered.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP citadel_netpeer_fulls_waiting NetworkPeer full bunches the last tick deferred (bootstrap_per_tick).\n# TYPE citadel_netpeer_fulls_waiting gauge\ncitadel_netpeer_fulls_waiting {}",
+            self.fulls_waiting()
         );
     }
 }
