@@ -16,6 +16,12 @@
 //! threads on CPU 1 (`taskset` per thread), so clients cannot steal the
 //! server's core.
 //!
+//! `CITADEL_NP_APPLYING=K` makes only the first K clients full sessions
+//! (they apply every bunch and measure latency); the others are ack-only
+//! clients that decode each bunch and acknowledge the newest token per
+//! object, which the server cannot tell apart, so a run can load the server
+//! with 200 connections without the load generator's core saturating first.
+//!
 //! Reports, over the measured window after the bootstrap:
 //! - CPU: utime + stime of the `np-server` threads and of the `np-client`
 //!   threads (/proc), in cores, and the rest of the process;
@@ -27,7 +33,9 @@
 //! Run: `cargo bench -p citadel-server --bench netpeer_node`
 //! (`CITADEL_NP_CLIENTS` (200), `CITADEL_NP_OBJECTS` (1000),
 //! `CITADEL_NP_SECS` (10), `CITADEL_NP_TRANSPORT` (`ws` or `quic`),
-//! `CITADEL_NP_SPREAD` (`objects` or `random`), `CITADEL_NP_PIN` (1 or 0)).
+//! `CITADEL_NP_SPREAD` (`objects` or `random`), `CITADEL_NP_PIN` (1 or 0),
+//! `CITADEL_NP_APPLYING` (all), `CITADEL_NP_QUEUE` (unset: the default
+//! reliable queue capacity)).
 //! Build first and run the binary under `flock -o /tmp/citadel-cargo.lock`
 //! so no build competes with it.
 
@@ -41,7 +49,9 @@ use citadel_netpeer::{Class, ClassSpec, FieldSpec, Value};
 use citadel_server::config::Config;
 use citadel_server::{NodeBuilder, RunningNode};
 use citadel_wire::Envelope;
-use citadel_wire::netpeer::{FieldCodec, FieldValue};
+use citadel_wire::netpeer::{
+    BunchBase, ClassSchema, DeltaBunch, FieldCodec, FieldValue, RepAck, RepAckEntry,
+};
 use citadel_wire::protocol::{KIND_REP_ACK, KIND_REP_DELTA};
 use citadel_wire::quant::ScalarCodec;
 
@@ -155,7 +165,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-async fn node(clients: u64, quic: bool) -> RunningNode {
+async fn node(clients: u64, quic: bool, queue: Option<usize>) -> RunningNode {
     let dir = std::env::temp_dir().join(format!("citadel-np-bench-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
     let mut config = Config::default();
@@ -167,8 +177,13 @@ async fn node(clients: u64, quic: bool) -> RunningNode {
     config.transport.webtransport.enabled = false;
     config.transport.tls.data_dir = dir.display().to_string();
     config.transport.network_peer.enabled = true;
-    // The outbound queues keep their defaults (1 024 envelopes, 4 MiB): the
-    // bootstrap is paced by `bootstrap_per_tick`.
+    // The outbound queues keep their defaults (1 024 envelopes, 4 MiB; the
+    // bootstrap is paced by `bootstrap_per_tick`) unless CITADEL_NP_QUEUE
+    // sets the reliable capacity (a diagnosis knob, reported in the output).
+    if let Some(cap) = queue {
+        config.transport.websocket.lanes.outbound_queue_capacity = cap;
+        config.transport.quic.lanes.outbound_queue_capacity = cap;
+    }
     config.transport.limits.max_connections = (clients as usize + 16).max(64);
     NodeBuilder::new(config).start().await.expect("node starts")
 }
@@ -209,20 +224,130 @@ struct Shared {
     ready: Arc<AtomicU64>,
 }
 
-async fn client(target: Target, sh: Shared) -> ClientReport {
+async fn client(target: Target, sh: Shared, applying: bool) -> ClientReport {
     match target {
         Target::Ws(url) => match WsClient::connect_as_guest(&url).await {
-            Ok((c, _)) => run_client(c, sh).await,
+            Ok((c, _)) => run_client(c, sh, applying).await,
             Err(_) => ClientReport::failed(),
         },
         Target::Quic(addr, trust) => match QuicClient::connect_as_guest(&addr, trust).await {
-            Ok((c, _)) => run_client(c, sh).await,
+            Ok((c, _)) => run_client(c, sh, applying).await,
             Err(_) => ClientReport::failed(),
         },
     }
 }
 
-async fn run_client<T: Transport>(mut c: Client<T>, sh: Shared) -> ClientReport {
+/// An ack-only client (`CITADEL_NP_APPLYING` below the client count): it
+/// decodes each bunch against the schema and acknowledges the newest token
+/// it received per object (history 0), without applying values. The server
+/// cannot tell it from a session: same bytes out, same acks back. It keeps
+/// the load generator cheap enough that the server, not the clients, is
+/// what a 200-client run measures.
+struct Acker {
+    schema: ClassSchema,
+    newest: Vec<u64>,
+    dirty: Vec<u32>,
+    held: usize,
+}
+
+impl Acker {
+    fn new(objects: usize) -> Self {
+        Acker {
+            schema: Class::compile(spec()).expect("class").current().clone(),
+            newest: vec![0; objects + 1],
+            dirty: Vec::new(),
+            held: 0,
+        }
+    }
+
+    /// `Some(full)` when the bunch decoded and was newer.
+    fn handle(&mut self, body: &[u8]) -> Option<bool> {
+        let b = DeltaBunch::decode(body, &self.schema).ok()?;
+        let slot = self.newest.get_mut(usize::try_from(b.object_id).ok()?)?;
+        let full = b.base == BunchBase::Full;
+        if b.result_id <= *slot || (*slot == 0 && !full) {
+            return None;
+        }
+        if *slot == 0 {
+            self.held += 1;
+        }
+        *slot = b.result_id;
+        self.dirty.push(b.object_id);
+        Some(full)
+    }
+
+    fn poll_ack(&mut self) -> Option<Vec<u8>> {
+        if self.dirty.is_empty() {
+            return None;
+        }
+        self.dirty.sort_unstable();
+        self.dirty.dedup();
+        let entries = self
+            .dirty
+            .drain(..)
+            .map(|object_id| RepAckEntry {
+                object_id,
+                acked_result_id: self.newest[object_id as usize],
+                history: 0,
+            })
+            .collect();
+        let mut body = Vec::new();
+        RepAck { entries }.encode_into(&mut body);
+        Some(body)
+    }
+}
+
+async fn run_client<T: Transport>(c: Client<T>, sh: Shared, applying: bool) -> ClientReport {
+    if applying {
+        run_session(c, sh).await
+    } else {
+        run_acker(c, sh).await
+    }
+}
+
+async fn run_acker<T: Transport>(mut c: Client<T>, sh: Shared) -> ClientReport {
+    let mut report = ClientReport::default();
+    let mut a = Acker::new(sh.objects);
+    let mut last_ack = Instant::now();
+    let mut counted_ready = false;
+    while !sh.stop.load(Ordering::Relaxed) {
+        let env = match tokio::time::timeout(Duration::from_millis(200), c.recv()).await {
+            Err(_) => continue,
+            Ok(Ok(Some(env))) => env,
+            Ok(Ok(None) | Err(_)) => {
+                report.closed = true;
+                break;
+            }
+        };
+        if env.kind != KIND_REP_DELTA {
+            continue;
+        }
+        if sh.measuring.load(Ordering::Relaxed) {
+            sh.bytes
+                .fetch_add(env.body.len() as u64 + FRAMING, Ordering::Relaxed);
+        }
+        a.handle(&env.body);
+        if !counted_ready && a.held >= sh.objects {
+            counted_ready = true;
+            sh.ready.fetch_add(1, Ordering::Relaxed);
+        }
+        if last_ack.elapsed() >= Duration::from_millis(20) {
+            last_ack = Instant::now();
+            if let Some(ack) = a.poll_ack() {
+                let env = Envelope {
+                    kind: KIND_REP_ACK,
+                    body: ack.into(),
+                };
+                if c.send(&env).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    report
+}
+
+async fn run_session<T: Transport>(mut c: Client<T>, sh: Shared) -> ClientReport {
     let Shared {
         objects,
         started,
@@ -346,11 +471,15 @@ fn main() {
     let secs = env("CITADEL_NP_SECS", 10);
     let quic = env_str("CITADEL_NP_TRANSPORT", "ws") == "quic";
     let spread = env_str("CITADEL_NP_SPREAD", "objects");
+    let applying = env("CITADEL_NP_APPLYING", clients);
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pin = env("CITADEL_NP_PIN", 1) == 1 && cpus >= 2;
     let server_rt = runtime("np-server", pin.then_some(0));
     let client_rt = runtime("np-client", pin.then_some(1));
-    let node = server_rt.block_on(node(clients, quic));
+    let queue = std::env::var("CITADEL_NP_QUEUE")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok());
+    let node = server_rt.block_on(node(clients, quic, queue));
     let np = node.shared().netpeer.clone();
     np.register_class(spec()).expect("register");
     let ids: Vec<u32> = (0..objects)
@@ -374,7 +503,7 @@ fn main() {
         ready: Arc::new(AtomicU64::new(0)),
     };
     let handles: Vec<_> = (0..clients)
-        .map(|_| client_rt.spawn(client(target.clone(), sh.clone())))
+        .map(|i| client_rt.spawn(client(target.clone(), sh.clone(), i < applying)))
         .collect();
     // The change driver: a thread of the server runtime's name prefix, so
     // its CPU counts as the server's (it is the game logic).
@@ -444,6 +573,10 @@ fn main() {
         process_ticks(),
     );
     let counters1 = np.inspect(|a| a.counters().clone());
+    let slow_closes = node
+        .shared()
+        .metrics
+        .closes(citadel_server::metrics::CloseReason::SlowConsumer);
     sh.stop.store(true, Ordering::Relaxed);
     let _ = driver.join();
     let reports: Vec<ClientReport> = handles
@@ -472,7 +605,8 @@ fn main() {
     let other = cores(before.2, after.2) - server - client_cpu;
     let d = |f: fn(&citadel_netpeer::Counters) -> u64| f(&counters1) - f(&counters0);
     println!(
-        "netpeer_node: {clients} clients x {objects} objects x {FIELDS} fields, 10% of fields at 20 Hz (spread {spread}), {}, pinned {}",
+        "netpeer_node: {clients} clients ({} applying sessions, the rest ack-only) x {objects} objects x {FIELDS} fields, 10% of fields at 20 Hz (spread {spread}), {}, pinned {}",
+        applying.min(clients),
         if quic { "QUIC" } else { "WebSocket" },
         if pin {
             "server CPU 0 / clients CPU 1"
@@ -481,7 +615,13 @@ fn main() {
         }
     );
     println!(
-        "bootstrap: {ready_clients}/{clients} clients held every object after {:.1} s; {closed} clients closed by the end",
+        "reliable outbound queue capacity: {}",
+        queue.map_or("1024 (default)".to_string(), |c| format!(
+            "{c} (CITADEL_NP_QUEUE)"
+        ))
+    );
+    println!(
+        "bootstrap: {ready_clients}/{clients} clients held every object after {:.1} s; {closed} clients closed by the end ({slow_closes} closed by the server as slow consumers)",
         bootstrap.as_secs_f64()
     );
     println!(
