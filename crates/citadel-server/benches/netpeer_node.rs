@@ -582,9 +582,14 @@ fn main() {
     let reports: Vec<ClientReport> = handles
         .into_iter()
         .map(|h| {
-            client_rt
-                .block_on(h)
-                .unwrap_or_else(|_| ClientReport::failed())
+            // A client stuck in a handshake the overloaded server dropped
+            // must not hang the report.
+            let joined = client_rt
+                .block_on(async move { tokio::time::timeout(Duration::from_secs(5), h).await });
+            match joined {
+                Ok(Ok(report)) => report,
+                _ => ClientReport::failed(),
+            }
         })
         .collect();
     let mut lat: Vec<f64> = reports
