@@ -260,20 +260,45 @@ impl Acker {
         }
     }
 
-    /// `Some(full)` when the bunch decoded and was newer.
-    fn handle(&mut self, body: &[u8]) -> Option<bool> {
-        let b = DeltaBunch::decode(body, &self.schema).ok()?;
-        let slot = self.newest.get_mut(usize::try_from(b.object_id).ok()?)?;
-        let full = b.base == BunchBase::Full;
-        if b.result_id <= *slot || (*slot == 0 && !full) {
-            return None;
+    /// Counts a bunch that decoded and was newer than the last one.
+    fn handle(&mut self, body: &[u8]) {
+        let Ok(b) = DeltaBunch::decode(body, &self.schema) else {
+            return;
+        };
+        let Some(slot) = usize::try_from(b.object_id)
+            .ok()
+            .and_then(|i| self.newest.get_mut(i))
+        else {
+            return;
+        };
+        if b.result_id <= *slot || (*slot == 0 && b.base != BunchBase::Full) {
+            return;
         }
         if *slot == 0 {
             self.held += 1;
         }
         *slot = b.result_id;
         self.dirty.push(b.object_id);
-        Some(full)
+    }
+}
+
+/// What a client does with each kind-13 body it receives.
+trait Receiver {
+    /// Handles one body (`measure`: inside the window).
+    fn bunch(&mut self, body: &[u8], measure: bool, report: &mut ClientReport);
+    /// How many objects the client holds.
+    fn held(&self) -> usize;
+    /// The ack body to send, if anything is to be acknowledged.
+    fn poll_ack(&mut self) -> Option<Vec<u8>>;
+}
+
+impl Receiver for Acker {
+    fn bunch(&mut self, body: &[u8], _measure: bool, _report: &mut ClientReport) {
+        self.handle(body);
+    }
+
+    fn held(&self) -> usize {
+        self.held
     }
 
     fn poll_ack(&mut self) -> Option<Vec<u8>> {
@@ -297,17 +322,73 @@ impl Acker {
     }
 }
 
-async fn run_client<T: Transport>(c: Client<T>, sh: Shared, applying: bool) -> ClientReport {
-    if applying {
-        run_session(c, sh).await
-    } else {
-        run_acker(c, sh).await
+/// A full session: applies every bunch and measures change -> applied.
+struct Applier {
+    session: NetworkPeerSession,
+    last_stamp: Vec<i64>,
+    started: Instant,
+    objects: usize,
+}
+
+impl Receiver for Applier {
+    fn bunch(&mut self, body: &[u8], measure: bool, report: &mut ClientReport) {
+        let s = &mut self.session;
+        if let Ok(Outcome::Applied {
+            object_id, full, ..
+        }) = s.handle_bunch(body)
+        {
+            if full && report.fulls < self.objects as u64 {
+                report.fulls += 1;
+                report.full_bytes += body.len() as u64;
+            }
+            let stamp = match s.state(object_id).and_then(|st| st.first().cloned()) {
+                Some(Some(Value::Plain(FieldValue::Int(v)))) => v,
+                _ => -1,
+            };
+            let slot = usize::try_from(object_id).unwrap_or(0).min(self.objects);
+            if stamp > 0 && stamp != self.last_stamp[slot] {
+                self.last_stamp[slot] = stamp;
+                if measure {
+                    let now = self.started.elapsed().as_secs_f64() * 1_000.0;
+                    report.latencies.push(now - stamp as f64);
+                }
+            }
+        }
+    }
+
+    fn held(&self) -> usize {
+        self.session.objects().count()
+    }
+
+    fn poll_ack(&mut self) -> Option<Vec<u8>> {
+        self.session.poll_ack()
     }
 }
 
-async fn run_acker<T: Transport>(mut c: Client<T>, sh: Shared) -> ClientReport {
+async fn run_client<T: Transport>(c: Client<T>, sh: Shared, applying: bool) -> ClientReport {
+    if applying {
+        let mut session = NetworkPeerSession::default();
+        session.register(Class::compile(spec()).expect("class").current().clone());
+        let applier = Applier {
+            session,
+            last_stamp: vec![-1; sh.objects + 1],
+            started: sh.started,
+            objects: sh.objects,
+        };
+        receive(c, sh, applier).await
+    } else {
+        let acker = Acker::new(sh.objects);
+        receive(c, sh, acker).await
+    }
+}
+
+/// The client loop: receive, hand bodies to `rx`, ack every 20 ms.
+async fn receive<T: Transport>(
+    mut c: Client<T>,
+    sh: Shared,
+    mut rx: impl Receiver,
+) -> ClientReport {
     let mut report = ClientReport::default();
-    let mut a = Acker::new(sh.objects);
     let mut last_ack = Instant::now();
     let mut counted_ready = false;
     while !sh.stop.load(Ordering::Relaxed) {
@@ -322,91 +403,19 @@ async fn run_acker<T: Transport>(mut c: Client<T>, sh: Shared) -> ClientReport {
         if env.kind != KIND_REP_DELTA {
             continue;
         }
-        if sh.measuring.load(Ordering::Relaxed) {
+        let measure = sh.measuring.load(Ordering::Relaxed);
+        if measure {
             sh.bytes
                 .fetch_add(env.body.len() as u64 + FRAMING, Ordering::Relaxed);
         }
-        a.handle(&env.body);
-        if !counted_ready && a.held >= sh.objects {
+        rx.bunch(&env.body, measure, &mut report);
+        if !counted_ready && rx.held() >= sh.objects {
             counted_ready = true;
             sh.ready.fetch_add(1, Ordering::Relaxed);
         }
         if last_ack.elapsed() >= Duration::from_millis(20) {
             last_ack = Instant::now();
-            if let Some(ack) = a.poll_ack() {
-                let env = Envelope {
-                    kind: KIND_REP_ACK,
-                    body: ack.into(),
-                };
-                if c.send(&env).await.is_err() {
-                    break;
-                }
-            }
-        }
-    }
-    report
-}
-
-async fn run_session<T: Transport>(mut c: Client<T>, sh: Shared) -> ClientReport {
-    let Shared {
-        objects,
-        started,
-        measuring,
-        stop,
-        bytes,
-        ready,
-    } = sh;
-    let mut report = ClientReport::default();
-    let mut s = NetworkPeerSession::default();
-    s.register(Class::compile(spec()).expect("class").current().clone());
-    let mut last_stamp = vec![-1i64; objects + 1];
-    let mut last_ack = Instant::now();
-    let mut counted_ready = false;
-    while !stop.load(Ordering::Relaxed) {
-        let env = match tokio::time::timeout(Duration::from_millis(200), c.recv()).await {
-            Err(_) => continue,
-            Ok(Ok(Some(env))) => env,
-            Ok(Ok(None) | Err(_)) => {
-                report.closed = true;
-                break;
-            }
-        };
-        if env.kind != KIND_REP_DELTA {
-            continue;
-        }
-        let len = env.body.len() as u64;
-        let measure = measuring.load(Ordering::Relaxed);
-        if measure {
-            bytes.fetch_add(len + FRAMING, Ordering::Relaxed);
-        }
-        if let Ok(Outcome::Applied {
-            object_id, full, ..
-        }) = s.handle_bunch(&env.body)
-        {
-            if full && report.fulls < objects as u64 {
-                report.fulls += 1;
-                report.full_bytes += len;
-            }
-            let stamp = match s.state(object_id).and_then(|st| st.first().cloned()) {
-                Some(Some(Value::Plain(FieldValue::Int(v)))) => v,
-                _ => -1,
-            };
-            let slot = usize::try_from(object_id).unwrap_or(0).min(objects);
-            if stamp > 0 && stamp != last_stamp[slot] {
-                last_stamp[slot] = stamp;
-                if measure {
-                    let now = started.elapsed().as_secs_f64() * 1_000.0;
-                    report.latencies.push(now - stamp as f64);
-                }
-            }
-        }
-        if !counted_ready && s.objects().count() >= objects {
-            counted_ready = true;
-            ready.fetch_add(1, Ordering::Relaxed);
-        }
-        if last_ack.elapsed() >= Duration::from_millis(20) {
-            last_ack = Instant::now();
-            if let Some(ack) = s.poll_ack() {
+            if let Some(ack) = rx.poll_ack() {
                 let env = Envelope {
                     kind: KIND_REP_ACK,
                     body: ack.into(),
