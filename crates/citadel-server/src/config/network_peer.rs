@@ -4,7 +4,7 @@
 //! `interest_cell_size`, `interest_inner`, `interest_outer`) plus the
 //! bounds the authority enforces, each with the default of
 //! realtime-behaviour §6: the replication caps, the ack timeout, the
-//! pacing of full bunches, the authority tick rate and the per-connection proposal limits.
+//! authority tick rate and the per-connection proposal limits.
 //!
 //! What it is not: the driver (`crate::netpeer`). Call order: parsed with
 //! the rest of `[transport]`, then [`NetworkPeerConfig::validate`]; the

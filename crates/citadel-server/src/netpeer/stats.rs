@@ -3,8 +3,7 @@
 //! counters are cumulative, so a copy is the whole state), rendered as
 //! `citadel_netpeer_rejected_total{reason=…}` (one line per §6.3 rejection
 //! reason) and `citadel_netpeer_events_total{event=…}` (fulls by cause,
-//! deltas, acks, caps tripping, relevance, paced fulls), plus the gauge
-//! `citadel_netpeer_fulls_waiting`.
+//! deltas, acks, caps tripping, relevance).
 //!
 //! What it is not: a second source of truth; the core counts, this shows.
 
@@ -42,11 +41,12 @@ const EVENTS: [Event; 16] = [
 pub struct NetpeerStats {
     rejected: [AtomicU64; Rejection::ALL.len()],
     events: [AtomicU64; EVENTS.len()],
+    /// Gauge `citadel_netpeer_fulls_waiting`: pairs whose full bunch the
+    /// last tick deferred (`bootstrap_per_tick`).
+    fulls_waiting: AtomicU64,
     /// Bunches the router could not queue (the connection was gone or its
     /// reliable lane refused them).
     pub undelivered: AtomicU64,
-    /// Gauge: pairs whose full bunch the last tick deferred.
-    fulls_waiting: AtomicU64,
 }
 
 impl Default for NetpeerStats {
@@ -54,8 +54,8 @@ impl Default for NetpeerStats {
         NetpeerStats {
             rejected: std::array::from_fn(|_| AtomicU64::new(0)),
             events: std::array::from_fn(|_| AtomicU64::new(0)),
-            undelivered: AtomicU64::new(0),
             fulls_waiting: AtomicU64::new(0),
+            undelivered: AtomicU64::new(0),
         }
     }
 }
@@ -117,13 +117,13 @@ impl NetpeerStats {
         );
         let _ = writeln!(
             out,
-            "# HELP citadel_netpeer_undelivered_total NetworkPeer bunches the router could not queue.\n# TYPE citadel_netpeer_undelivered_total counter\ncitadel_netpeer_undelivered_total {}",
-            self.undelivered.load(Ordering::Relaxed)
+            "# HELP citadel_netpeer_fulls_waiting NetworkPeer full bunches the last tick deferred (bootstrap_per_tick).\n# TYPE citadel_netpeer_fulls_waiting gauge\ncitadel_netpeer_fulls_waiting {}",
+            self.fulls_waiting()
         );
         let _ = writeln!(
             out,
-            "# HELP citadel_netpeer_fulls_waiting NetworkPeer full bunches the last tick deferred (bootstrap_per_tick).\n# TYPE citadel_netpeer_fulls_waiting gauge\ncitadel_netpeer_fulls_waiting {}",
-            self.fulls_waiting()
+            "# HELP citadel_netpeer_undelivered_total NetworkPeer bunches the router could not queue.\n# TYPE citadel_netpeer_undelivered_total counter\ncitadel_netpeer_undelivered_total {}",
+            self.undelivered.load(Ordering::Relaxed)
         );
     }
 }
