@@ -14,8 +14,9 @@
 //! - [`server::Authority`]: objects in matches, connections, per-(object,
 //!   receiver) baselines with tokens from one global allocator, full then
 //!   cumulative deltas against the last acked state, the pending, collection
-//!   and ack-timeout re-baselines, grid relevance, acks (kind 14), the
-//!   optional schema table (kind 15).
+//!   and ack-timeout re-baselines, full bunches paced per receiver and tick
+//!   (`bootstrap_per_tick`), grid relevance, acks (kind 14), the optional
+//!   schema table (kind 15).
 //! - [`proposal`]: the client → server pipeline with a typed rejection per
 //!   rule, the veto hook, corrections and the budgeted rebroadcast.
 //! - [`items`]: keyed insert / update / remove of server-owned collection
@@ -40,6 +41,7 @@ pub mod encode;
 pub mod interest;
 pub mod items;
 pub mod limits;
+mod pacing;
 pub mod proposal;
 pub mod server;
 pub mod session;

@@ -1,7 +1,7 @@
 //! Configuration of the authority: the per-connection proposal limits of
 //! §6.3 (token buckets holding one second of rate, refilled continuously
-//! from explicit time), the replication caps of §6.2, the ack timeout and
-//! the interest grid. Every value has a default and is validated.
+//! from explicit time), the replication caps of §6.2, the ack timeout, the
+//! per-tick pacing of full bunches and the interest grid. Every value has a default and is validated.
 //!
 //! What it is not: the node's TOML layer (it maps its keys onto
 //! [`AuthorityConfig`] and calls [`AuthorityConfig::validate`]).
@@ -73,6 +73,10 @@ pub struct AuthorityConfig {
     /// Age of the oldest unacked send after which the pair re-baselines
     /// with a full bunch (ms).
     pub ack_timeout_ms: u64,
+    /// Most full bunches one receiver is sent per tick (bootstrap,
+    /// relevance entry and every re-baseline); the rest wait for later
+    /// ticks, nearest first.
+    pub bootstrap_per_tick: usize,
     /// Interest grid.
     pub interest: InterestConfig,
     /// Per-connection proposal limits.
@@ -86,6 +90,7 @@ impl Default for AuthorityConfig {
             pending_cap: 64,
             collection_cap: 4_096,
             ack_timeout_ms: 1_000,
+            bootstrap_per_tick: 256,
             interest: InterestConfig::default(),
             limits: Limits::default(),
         }
@@ -96,7 +101,7 @@ impl AuthorityConfig {
     /// Checks every value; the error names the offending key.
     pub fn validate(&self) -> Result<(), &'static str> {
         let l = &self.limits;
-        let checks: [(bool, &'static str); 12] = [
+        let checks: [(bool, &'static str); 13] = [
             ((1..=4_096).contains(&self.pending_cap), "pending_cap"),
             (
                 (1..=65_536).contains(&self.collection_cap),
@@ -105,6 +110,10 @@ impl AuthorityConfig {
             (
                 (1..=600_000).contains(&self.ack_timeout_ms),
                 "ack_timeout_ms",
+            ),
+            (
+                (1..=65_536).contains(&self.bootstrap_per_tick),
+                "bootstrap_per_tick",
             ),
             (
                 self.interest.cell_size.is_finite() && self.interest.cell_size > 0.0,

@@ -563,7 +563,14 @@ impl Authority {
             return 0;
         };
         send_pair(
-            &mut ctx, class, obj, object_id, conn_id, pair, now_ms, cause,
+            &mut ctx,
+            class,
+            obj,
+            object_id,
+            conn_id,
+            (pair, &mut conn.fulls_left),
+            now_ms,
+            cause,
         )
     }
 

@@ -11,6 +11,12 @@
 //! strictly newer token. Relevance comes from the grid (`interest`);
 //! leaving it drops the pair.
 //!
+//! Full bunches are paced (`pacing`): a receiver is sent at most
+//! `bootstrap_per_tick` of them per tick (bootstrap, relevance entry and
+//! every re-baseline alike), its own objects and the nearest first; the
+//! others wait for later ticks with no delta meanwhile, and their full is
+//! built from the state at the tick it goes.
+//!
 //! Fan-out encodes once: within a tick, the receivers of an object whose
 //! pairs have the same acked base token, visibility (owner or peer) and
 //! layout version need the same bunch, so it is planned, minted (one token)
@@ -44,6 +50,7 @@ use crate::encode::{
 };
 use crate::interest::{Grid, dist2, normalized};
 use crate::limits::{AuthorityConfig, Bucket};
+use crate::pacing::{Waiting, take_first};
 use crate::value::{Items, Value, ValueError, default_value, quantize, quantize_items};
 
 /// A multiply-rotate hasher for the hot `u32`-keyed maps: fixed (so
@@ -157,6 +164,12 @@ pub struct Counters {
     pub relevance_enter: u64,
     /// Pairs dropped by relevance exit.
     pub relevance_exit: u64,
+    /// Full bunches deferred to a later tick by `bootstrap_per_tick` (one
+    /// per pair and tick it waited).
+    pub full_deferred: u64,
+    /// Gauge: pairs whose full bunch the last tick deferred (0 once every
+    /// receiver is bootstrapped).
+    pub fulls_waiting: u64,
 }
 
 pub(crate) struct Pending {
@@ -286,6 +299,8 @@ pub(crate) struct Conn {
     /// Layout version index per class this client was built with.
     pub class_versions: BTreeMap<u32, usize>,
     pub buckets: Buckets,
+    /// Full bunches this receiver may still be sent until the next tick.
+    pub fulls_left: usize,
 }
 
 /// Why a pair is sent now.
@@ -557,6 +572,7 @@ impl Authority {
                     bytes: Bucket::new(l.bytes_per_sec, now_ms),
                     fields: Bucket::new(l.fields_per_sec, now_ms),
                 },
+                fulls_left: self.config.bootstrap_per_tick,
             },
         );
     }
@@ -729,21 +745,16 @@ impl Authority {
         }
         let conn_ids: Vec<ConnId> = self.conns.keys().copied().collect();
         let mut candidates = Vec::new();
+        let mut waiting = 0;
         for conn_id in conn_ids {
             self.update_relevance(conn_id, &grids, inner, outer, &mut candidates);
-            self.send_conn(conn_id, now_ms);
+            waiting += self.send_conn(conn_id, now_ms);
         }
+        self.counters.fulls_waiting = waiting;
     }
 
     fn position_of(&self, o: &Object) -> [f32; 3] {
-        let field = self
-            .classes
-            .get(&o.class)
-            .and_then(|c| c.spec().position_field);
-        match field.and_then(|f| o.cur.values.get(usize::from(f))) {
-            Some(Value::Plain(FieldValue::Vector3(p))) => *p,
-            _ => o.position,
-        }
+        position(&self.classes, o)
     }
 
     fn update_relevance(
@@ -840,7 +851,10 @@ impl Authority {
         }
     }
 
-    fn send_conn(&mut self, conn_id: ConnId, now_ms: u64) {
+    /// Sends one receiver's changed and timed-out pairs: deltas at once,
+    /// full bunches within its per-tick budget (`pacing`). Returns the
+    /// number of full bunches deferred.
+    fn send_conn(&mut self, conn_id: ConnId, now_ms: u64) -> u64 {
         let SendParts {
             classes,
             objects,
@@ -848,9 +862,11 @@ impl Authority {
             mut ctx,
         } = self.send_parts();
         let Some(conn) = conns.get_mut(&conn_id) else {
-            return;
+            return 0;
         };
         let config = ctx.config;
+        conn.fulls_left = config.bootstrap_per_tick;
+        let mut waiting = Vec::new();
         for (&id, pair) in conn.pairs.iter_mut() {
             let Some(obj) = objects.get_mut(&id) else {
                 continue;
@@ -876,8 +892,53 @@ impl Authority {
             } else {
                 continue;
             };
-            send_pair(&mut ctx, class, obj, id, conn_id, pair, now_ms, cause);
+            if needs_full(config, pair, cause) {
+                waiting.push(Waiting {
+                    object_id: id,
+                    cause,
+                    owned: obj.owner == Some(conn_id),
+                    dist2: conn
+                        .viewer
+                        .map_or(0.0, |v| dist2(v, position(classes, obj))),
+                });
+                continue;
+            }
+            send_pair(
+                &mut ctx,
+                class,
+                obj,
+                id,
+                conn_id,
+                (pair, &mut conn.fulls_left),
+                now_ms,
+                cause,
+            );
         }
+        let n = take_first(&mut waiting, conn.fulls_left);
+        for w in waiting.iter().take(n) {
+            let (Some(obj), Some(pair)) = (
+                objects.get_mut(&w.object_id),
+                conn.pairs.get_mut(&w.object_id),
+            ) else {
+                continue;
+            };
+            let Some(class) = classes.get(&obj.class) else {
+                continue;
+            };
+            send_pair(
+                &mut ctx,
+                class,
+                obj,
+                w.object_id,
+                conn_id,
+                (pair, &mut conn.fulls_left),
+                now_ms,
+                w.cause,
+            );
+        }
+        let deferred = (waiting.len() - n) as u64;
+        ctx.counters.full_deferred += deferred;
+        deferred
     }
 
     /// Next addressed body, in queue order.
@@ -886,7 +947,29 @@ impl Authority {
     }
 }
 
+/// Whether sending `pair` now for `cause` is a full bunch (known before
+/// planning; a collection-cap full is only known after).
+pub(crate) fn needs_full(config: &AuthorityConfig, pair: &Pair, cause: Cause) -> bool {
+    cause != Cause::Normal || pair.acked.is_none() || pair.pending.len() >= config.pending_cap
+}
+
+/// The interest position of an object: its class's position field, else
+/// the position trusted code set.
+fn position(classes: &BTreeMap<u32, Class>, o: &Object) -> [f32; 3] {
+    let field = classes.get(&o.class).and_then(|c| c.spec().position_field);
+    match field.and_then(|f| o.cur.values.get(usize::from(f))) {
+        Some(Value::Plain(FieldValue::Vector3(p))) => *p,
+        _ => o.position,
+    }
+}
+
 /// Sends one pair's bunch now; returns the body length (0 = nothing sent).
+///
+/// `receiver` is the pair and its receiver's full-bunch budget for this
+/// tick: a full bunch (other than a correction, which answers a proposal at
+/// once) is deferred when the budget is spent, and every full sent spends
+/// one. A deferred pair is left needing a full (a collection-cap full
+/// resets it), so the next tick picks it up.
 ///
 /// The bunch comes from the object's per-tick bunch cache when another
 /// receiver with the same acked base token, visibility and layout version
@@ -901,10 +984,16 @@ pub(crate) fn send_pair(
     obj: &mut Object,
     object_id: u32,
     conn_id: ConnId,
-    pair: &mut Pair,
+    receiver: (&mut Pair, &mut usize),
     now_ms: u64,
     cause: Cause,
 ) -> usize {
+    let (pair, fulls_left) = receiver;
+    let paced = cause != Cause::Correction;
+    if paced && *fulls_left == 0 && needs_full(ctx.config, pair, cause) {
+        ctx.counters.full_deferred += 1;
+        return 0;
+    }
     if cause != Cause::Normal || pair.pending.len() >= ctx.config.pending_cap {
         match cause {
             Cause::Timeout => ctx.counters.full_ack_timeout += 1,
@@ -952,12 +1041,18 @@ pub(crate) fn send_pair(
     };
     let (token, full, forced, body) = match &entry.bunch {
         Bunch::Nothing => {
-            // Nothing this receiver can see differs: its acked token stands
-            // for the current state.
-            if let Some((_, s)) = pair.acked.as_mut() {
-                *s = obj.cur.clone();
+            // Nothing this receiver can see differs from its acked state.
+            // With no send outstanding its acked token stands for the
+            // current state. With one outstanding (a change reverted before
+            // its ack) the receiver may end on that send's state, so the
+            // pair is looked at again next tick: after the ack its base
+            // differs and a delta goes, after the timeout a full.
+            if pair.pending.is_empty() {
+                if let Some((_, s)) = pair.acked.as_mut() {
+                    *s = obj.cur.clone();
+                }
+                pair.last_sent_rev = obj.cur.rev;
             }
-            pair.last_sent_rev = obj.cur.rev;
             return 0;
         }
         Bunch::Body {
@@ -970,9 +1065,14 @@ pub(crate) fn send_pair(
     if forced {
         ctx.counters.full_collection_cap += 1;
         pair.reset();
+        if paced && *fulls_left == 0 {
+            ctx.counters.full_deferred += 1;
+            return 0;
+        }
     }
     if full {
         ctx.counters.fulls += 1;
+        *fulls_left = fulls_left.saturating_sub(1);
     } else {
         ctx.counters.deltas += 1;
     }

@@ -470,3 +470,38 @@ fn objects_spawned_or_moved_in_after_a_tick_reach_viewerless_receivers() -> Test
     assert_eq!(s.relevant(1), vec![o, p]);
     Ok(())
 }
+
+/// A change reverted before its delta is acked: the planner finds nothing
+/// new against the acked base, but the receiver applies the outstanding
+/// delta, so the server must follow up once that delta is acked.
+#[test]
+fn a_change_reverted_before_its_ack_is_followed_up() -> TestResult {
+    let mut s = server(AuthorityConfig::default());
+    let mut session = ship_session(&s);
+    s.connect(1, false, 0);
+    let o = s.spawn(SHIP, 0, None, false)?;
+    s.tick(0);
+    for body in drain(&mut s) {
+        session.handle_bunch(&body)?;
+    }
+    let full = session.poll_ack().expect("ack of the full");
+    s.handle_ack(1, &full);
+    s.set(o, HEALTH, &FieldValue::Int(40))?;
+    s.tick(50);
+    let delta = drain(&mut s);
+    assert_eq!(delta.len(), 1);
+    // Reverted before the delta's ack: nothing differs from the acked base.
+    s.set(o, HEALTH, &FieldValue::Int(0))?;
+    s.tick(100);
+    assert!(drain(&mut s).is_empty());
+    // The receiver applies the outstanding delta and acks it.
+    session.handle_bunch(&delta[0])?;
+    let ack = session.poll_ack().expect("ack of the delta");
+    assert_eq!(s.handle_ack(1, &ack), 1);
+    s.tick(150);
+    let out = drain(&mut s);
+    assert_eq!(out.len(), 1, "the revert follows the acked delta");
+    session.handle_bunch(&out[0])?;
+    assert_converged(&s, 1, &session);
+    Ok(())
+}

@@ -19,6 +19,7 @@ use citadel_client::Envelope;
 use citadel_client::netpeer::{NetworkPeerSession, Outcome};
 use citadel_netpeer::{Class, ClassSpec, Cond, FieldSpec, Rejection, Value};
 use citadel_server::RunningNode;
+use citadel_server::metrics::CloseReason::SlowConsumer;
 use citadel_wire::netpeer::{BunchBase, ClassSchema, DeltaBunch, FieldCodec, FieldValue};
 use citadel_wire::protocol::{KIND_REP_ACK, KIND_REP_DELTA};
 use citadel_wire::quant::ScalarCodec;
@@ -478,6 +479,90 @@ async fn disabled_kinds_are_dropped(t: Transport) {
     assert_eq!(m.netpeer.event("fulls"), 0);
 }
 
+/// Spawns `n` objects of the script's class from Rust (the script runs
+/// first, so the class is registered) and connects a joining guest.
+async fn crowded(
+    t: Transport,
+    n: usize,
+    tweak: impl FnOnce(&mut citadel_server::config::Config),
+) -> (RunningNode, TestClient, TestClient, Vec<u32>) {
+    let node = node(tweak).await;
+    let mut early = common::guest(&node, t).await;
+    assert_eq!(np(&mut early, "hash").await.len(), 32, "class registered");
+    let netpeer = node.shared().netpeer.clone();
+    let ids: Vec<u32> = (0..n)
+        .map(|_| netpeer.spawn(7, 0, None, false).expect("spawn"))
+        .collect();
+    let joiner = common::guest(&node, t).await;
+    (node, early, joiner, ids)
+}
+
+/// 3 000 relevant objects with the default reliable queue (1 024
+/// envelopes): the full bunches are paced (`bootstrap_per_tick`, 256), so
+/// neither the connection that was there when they spawned nor the one
+/// joining afterwards is closed, and both converge, including writes made
+/// while their bootstrap was still going.
+async fn bootstrap_of_3000_objects_is_paced(t: Transport) {
+    let (node, mut early, mut joiner, ids) = crowded(t, 3_000, |c| {
+        assert_eq!(c.transport.websocket.lanes.outbound_queue_capacity, 1_024);
+        assert_eq!(c.transport.quic.lanes.outbound_queue_capacity, 1_024);
+        assert_eq!(c.transport.network_peer.bootstrap_per_tick, 256);
+    })
+    .await;
+    let netpeer = node.shared().netpeer.clone();
+    for &id in ids.iter().step_by(3) {
+        netpeer
+            .set_fields(id, &[(0, FieldValue::Int(77))])
+            .expect("write");
+    }
+    let want = |s: &NetworkPeerSession| {
+        ids.iter()
+            .enumerate()
+            .all(|(i, &id)| int(s, id, 0) == Some(if i % 3 == 0 { 77 } else { 0 }))
+    };
+    let (mut se, mut sj) = (session(), session());
+    pump(&mut joiner, &mut sj, want).await;
+    pump(&mut early, &mut se, want).await;
+    let stats = &node.shared().metrics.netpeer;
+    assert!(stats.event("full_deferred") > 0, "fulls were paced");
+    assert_eq!(
+        stats.undelivered.load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "every bunch was queued"
+    );
+    common::eventually("nothing waits", || stats.fulls_waiting() == 0).await;
+    let (_, text) = common::http_get(&node, "/metrics").await;
+    assert!(text.contains("citadel_netpeer_fulls_waiting 0"), "{text}");
+    assert!(text.contains("citadel_netpeer_events_total{event=\"full_deferred\"}"));
+    // Both connections are still open: a write reaches both.
+    netpeer
+        .set_fields(ids[1], &[(0, FieldValue::Int(5))])
+        .expect("write");
+    pump(&mut joiner, &mut sj, |s| int(s, ids[1], 0) == Some(5)).await;
+    pump(&mut early, &mut se, |s| int(s, ids[1], 0) == Some(5)).await;
+    assert_eq!(node.shared().metrics.closes(SlowConsumer), 0);
+}
+
+/// The same match without pacing (`bootstrap_per_tick` at its maximum):
+/// 3 000 full bunches at once overflow the default reliable queue and the
+/// joining client is closed, which is what the pacing prevents.
+async fn unpaced_bootstrap_overflows_the_default_queue(t: Transport) {
+    let (node, _early, mut joiner, _ids) = crowded(t, 3_000, |c| {
+        c.transport.network_peer.bootstrap_per_tick = 65_536;
+    })
+    .await;
+    let deadline = tokio::time::Instant::now() + STEP;
+    loop {
+        match tokio::time::timeout_at(deadline, joiner.recv()).await {
+            Err(_) => panic!("the unpaced joiner was not closed"),
+            Ok(Ok(Some(_))) => continue,
+            Ok(Ok(None) | Err(_)) => break,
+        }
+    }
+    let m = &node.shared().metrics;
+    common::eventually("closed as a slow consumer", || m.closes(SlowConsumer) >= 1).await;
+}
+
 /// A delta whose base the session does not hold reports "needs full".
 #[test]
 fn unknown_base_needs_full() {
@@ -507,4 +592,6 @@ both_transports!(
     guest_on_persistent_object_is_refused,
     rate_flood_is_cut,
     disabled_kinds_are_dropped,
+    bootstrap_of_3000_objects_is_paced,
+    unpaced_bootstrap_overflows_the_default_queue,
 );

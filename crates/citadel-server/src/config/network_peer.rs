@@ -39,6 +39,9 @@ pub struct NetworkPeerConfig {
     pub collection_cap: usize,
     /// Age of the oldest unacked send that re-baselines the pair (ms).
     pub ack_timeout_ms: u64,
+    /// Most full bunches one connection is sent per tick (bootstrap,
+    /// relevance entry, re-baselines); the rest wait, nearest first.
+    pub bootstrap_per_tick: usize,
     /// Proposal bunches per second per connection.
     pub max_bunches_per_sec: u32,
     /// Proposal bytes per second per connection (also the rebroadcast budget).
@@ -76,6 +79,7 @@ impl Default for NetworkPeerConfig {
             pending_cap: core.pending_cap,
             collection_cap: core.collection_cap,
             ack_timeout_ms: core.ack_timeout_ms,
+            bootstrap_per_tick: core.bootstrap_per_tick,
             max_bunches_per_sec: l.bunches_per_sec,
             max_bytes_per_sec: l.bytes_per_sec,
             max_fields_per_sec: l.fields_per_sec,
@@ -97,6 +101,7 @@ impl NetworkPeerConfig {
             pending_cap: self.pending_cap,
             collection_cap: self.collection_cap,
             ack_timeout_ms: self.ack_timeout_ms,
+            bootstrap_per_tick: self.bootstrap_per_tick,
             interest: InterestConfig {
                 cell_size: self.interest_cell_size,
                 inner: self.interest_inner,

@@ -405,6 +405,7 @@ fn network_peer_keys_defaults_env_and_bounds() {
         (d.pending_cap, d.collection_cap, d.ack_timeout_ms),
         (64, 4_096, 1_000)
     );
+    assert_eq!(d.bootstrap_per_tick, 256);
     assert_eq!((d.max_bunches_per_sec, d.max_bytes_per_sec), (240, 262_144));
     assert_eq!((d.max_bunch_bytes, d.max_fields_per_bunch), (65_536, 1_024));
     assert_eq!((d.veto_budget_ms, d.veto_max_in_flight), (5, 16));
@@ -423,6 +424,14 @@ fn network_peer_keys_defaults_env_and_bounds() {
             "transport.network_peer.ack_timeout_ms",
         ),
         ("pending_cap = 0", "transport.network_peer.pending_cap"),
+        (
+            "bootstrap_per_tick = 0",
+            "transport.network_peer.bootstrap_per_tick",
+        ),
+        (
+            "bootstrap_per_tick = 65537",
+            "transport.network_peer.bootstrap_per_tick",
+        ),
         (
             "max_bunch_bytes = 0",
             "transport.network_peer.max_bunch_bytes",

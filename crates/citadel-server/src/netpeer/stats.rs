@@ -19,7 +19,7 @@ use citadel_netpeer::{Counters, Rejection};
 type Event = (&'static str, fn(&Counters) -> u64);
 
 /// Every event counter, in render order.
-const EVENTS: [Event; 15] = [
+const EVENTS: [Event; 16] = [
     ("fulls", |c| c.fulls),
     ("full_pending_cap", |c| c.full_pending_cap),
     ("full_collection_cap", |c| c.full_collection_cap),
@@ -35,6 +35,7 @@ const EVENTS: [Event; 15] = [
     ("tokens_exhausted", |c| c.tokens_exhausted),
     ("relevance_enter", |c| c.relevance_enter),
     ("relevance_exit", |c| c.relevance_exit),
+    ("full_deferred", |c| c.full_deferred),
 ];
 
 /// The published copy.
@@ -42,6 +43,9 @@ const EVENTS: [Event; 15] = [
 pub struct NetpeerStats {
     rejected: [AtomicU64; Rejection::ALL.len()],
     events: [AtomicU64; EVENTS.len()],
+    /// Gauge `citadel_netpeer_fulls_waiting`: pairs whose full bunch the
+    /// last tick deferred (`bootstrap_per_tick`).
+    fulls_waiting: AtomicU64,
     /// Bunches the router could not queue (the connection was gone or its
     /// reliable lane refused them).
     pub undelivered: AtomicU64,
@@ -54,6 +58,7 @@ impl Default for NetpeerStats {
         NetpeerStats {
             rejected: std::array::from_fn(|_| AtomicU64::new(0)),
             events: std::array::from_fn(|_| AtomicU64::new(0)),
+            fulls_waiting: AtomicU64::new(0),
             undelivered: AtomicU64::new(0),
             veto: std::array::from_fn(|_| AtomicU64::new(0)),
         }
@@ -69,6 +74,13 @@ impl NetpeerStats {
         for (slot, (_, get)) in self.events.iter().zip(EVENTS.iter()) {
             slot.store(get(counters), Ordering::Relaxed);
         }
+        self.fulls_waiting
+            .store(counters.fulls_waiting, Ordering::Relaxed);
+    }
+
+    /// Pairs whose full bunch the last tick deferred (`bootstrap_per_tick`).
+    pub fn fulls_waiting(&self) -> u64 {
+        self.fulls_waiting.load(Ordering::Relaxed)
     }
 
     /// Rejections so far for `reason`.
@@ -121,6 +133,11 @@ impl NetpeerStats {
                 .iter()
                 .zip(self.events.iter())
                 .map(|((label, _), c)| (*label, c.load(Ordering::Relaxed))),
+        );
+        let _ = writeln!(
+            out,
+            "# HELP citadel_netpeer_fulls_waiting NetworkPeer full bunches the last tick deferred (bootstrap_per_tick).\n# TYPE citadel_netpeer_fulls_waiting gauge\ncitadel_netpeer_fulls_waiting {}",
+            self.fulls_waiting()
         );
         let _ = writeln!(
             out,
