@@ -486,7 +486,7 @@ async fn crowded(
     n: usize,
     tweak: impl FnOnce(&mut citadel_server::config::Config),
 ) -> (RunningNode, TestClient, TestClient, Vec<u32>) {
-    let node = node(tweak).await;
+    let node = node_with(SCRIPT, tweak).await;
     let mut early = common::guest(&node, t).await;
     assert_eq!(np(&mut early, "hash").await.len(), 32, "class registered");
     let netpeer = node.shared().netpeer.clone();
