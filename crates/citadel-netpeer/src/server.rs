@@ -43,6 +43,7 @@ use citadel_wire::ack::AckWindow;
 use citadel_wire::baseline::TokenAllocator;
 use citadel_wire::netpeer::{BunchBase, FieldValue, RepAck, RepSchema, RepSchemaEntry};
 use citadel_wire::protocol::{KIND_REP_DELTA, KIND_REP_SCHEMA};
+use smallvec::SmallVec;
 
 use crate::class::{Class, ClassError, ClassSpec};
 use crate::encode::{
@@ -55,9 +56,10 @@ use crate::value::{Items, Value, ValueError, default_value, quantize, quantize_i
 
 /// A multiply-rotate hasher for the hot `u32`-keyed maps: fixed (so
 /// iteration order, and thus output order, is reproducible) and cheap.
-/// Keys are server-chosen object ids, never attacker-chosen.
+/// Keys are server-chosen object ids (or, in the node's driver, body
+/// addresses), never attacker-chosen.
 #[derive(Default)]
-pub(crate) struct IdHasher(u64);
+pub struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     fn finish(&self) -> u64 {
@@ -68,8 +70,14 @@ impl Hasher for IdHasher {
             self.write_u64(u64::from(b));
         }
     }
+    fn write_u16(&mut self, v: u16) {
+        self.write_u64(u64::from(v));
+    }
     fn write_u32(&mut self, v: u32) {
         self.write_u64(u64::from(v));
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
     }
     fn write_u64(&mut self, v: u64) {
         self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
@@ -178,10 +186,16 @@ pub(crate) struct Pending {
     pub sent_ms: u64,
 }
 
+/// Pending sends held inline in the pair: with acks on time a pair has one
+/// or two outstanding, and the tick's timeout check and the ack path then
+/// read them from the pair itself (no second cache miss per pair); a
+/// lagging receiver spills to the heap up to the pending cap.
+pub(crate) type PendingSends = SmallVec<[Pending; 2]>;
+
 #[derive(Default)]
 pub(crate) struct Pair {
     pub acked: Option<(u64, Arc<Snapshot>)>,
-    pub pending: VecDeque<Pending>,
+    pub pending: PendingSends,
     pub last_sent_rev: u64,
     /// The newest token sent on this pair (kept across re-baselines).
     pub last_token: u64,
@@ -876,7 +890,7 @@ impl Authority {
             };
             let timed_out = pair
                 .pending
-                .front()
+                .first()
                 .is_some_and(|p| now_ms >= p.sent_ms.saturating_add(config.ack_timeout_ms));
             let in_sync = pair
                 .acked
@@ -1078,7 +1092,7 @@ pub(crate) fn send_pair(
     }
     let len = body.len();
     ctx.counters.bunch_bytes += len as u64;
-    pair.pending.push_back(Pending {
+    pair.pending.push(Pending {
         token,
         snap: obj.cur.clone(),
         sent_ms: now_ms,

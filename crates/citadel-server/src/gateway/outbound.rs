@@ -121,6 +121,52 @@ impl Outbound {
         }
     }
 
+    /// Queues several framed envelopes on the reliable lane, in order, under
+    /// one lock and with one wake-up: what a producer with a burst for one
+    /// connection (a NetworkPeer tick) uses instead of a push per frame.
+    /// Each frame is treated as [`Outbound::send_reliable`] would treat it:
+    /// the first that does not fit closes the connection as a slow
+    /// consumer, and it and every later frame count as `connection_closed`.
+    /// Returns how many were queued.
+    pub fn send_reliable_all(&self, frames: impl IntoIterator<Item = Bytes>) -> usize {
+        let mut frames = frames.into_iter();
+        let mut queued = 0;
+        let overflowed = {
+            let mut st = self.lock();
+            let limits = &self.shared.limits;
+            let mut overflowed = false;
+            if st.close.is_none() {
+                for frame in frames.by_ref() {
+                    if st.reliable.len() >= limits.reliable_capacity
+                        || st.bytes + frame.len() > limits.max_bytes
+                    {
+                        overflowed = true;
+                        break;
+                    }
+                    st.bytes += frame.len();
+                    st.reliable.push_back(frame);
+                    queued += 1;
+                }
+            }
+            overflowed
+        };
+        if queued > 0 {
+            self.shared.wake.notify_one();
+        }
+        // What was not queued: the frame that overflowed (if any) and the
+        // rest, all dropped with the connection.
+        let rest = frames.count() as u64 + u64::from(overflowed);
+        if rest > 0 {
+            self.shared
+                .metrics
+                .drop_n(DropReason::ConnectionClosed, rest);
+        }
+        if overflowed {
+            self.abort(CloseReason::SlowConsumer);
+        }
+        queued
+    }
+
     /// Offers a framed envelope to the reliable lane without risking the
     /// connection: it is queued only while the lane holds less than half
     /// its envelope and byte capacity (the rest stays free for replies and
@@ -443,6 +489,27 @@ mod tests {
         let batch = out.next_batch(1024).await;
         assert_eq!(batch.count, 0);
         assert_eq!(batch.close, Some(CloseReason::SlowConsumer));
+    }
+
+    #[tokio::test]
+    async fn a_burst_queues_in_order_and_overflows_like_single_pushes() {
+        let (out, metrics) = lanes(3, 2, 1 << 20);
+        let burst = |s: &'static [&'static [u8]]| s.iter().map(|b| Bytes::from_static(b));
+        assert_eq!(out.send_reliable_all(burst(&[b"a", b"b"])), 2);
+        let batch = out.next_batch(1024).await;
+        assert_eq!((&batch.frames[..], batch.count), (&b"ab"[..], 2));
+        // Capacity 3: "c", "d", "e" fit, "f" overflows; "f" and "g" are
+        // dropped with the connection, like "c".."g" pushed one by one.
+        assert_eq!(
+            out.send_reliable_all(burst(&[b"c", b"d", b"e", b"f", b"g"])),
+            3
+        );
+        assert_eq!(out.close_reason(), Some(CloseReason::SlowConsumer));
+        assert!(out.aborted().is_cancelled());
+        // The 3 queued were discarded by the close, the 2 others never queued.
+        assert_eq!(metrics.drops(DropReason::ConnectionClosed), 5);
+        assert_eq!(out.send_reliable_all(burst(&[b"h"])), 0);
+        assert_eq!(metrics.drops(DropReason::ConnectionClosed), 6);
     }
 
     #[tokio::test]

@@ -34,6 +34,7 @@ pub use stats::NetpeerStats;
 pub use veto::{Verdict, VetoCaller, VetoOutcome, VetoRequest};
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -47,7 +48,14 @@ use citadel_wire::netpeer::FieldValue;
 
 use crate::config::{ConfigError, NetworkPeerConfig};
 use crate::metrics::Metrics;
-use crate::router::{Lane, Router, frame};
+use crate::router::{Router, frame};
+
+/// Framed envelopes of one drain, by body (address, length) and kind.
+type FrameCache = HashMap<
+    (usize, usize, u16),
+    (Bytes, Bytes),
+    BuildHasherDefault<citadel_netpeer::server::IdHasher>,
+>;
 
 /// The veto hook trusted code installs (`Send`: the driver is shared).
 pub type BoxedVeto = Box<dyn VetoHook + Send>;
@@ -124,7 +132,13 @@ impl NetPeerNode {
         // The core shares one body's `Bytes` among the receivers of a bunch;
         // frame each distinct body once per drain and share the frame. The
         // cache holds the body, so its address cannot be reused meanwhile.
-        let mut framed: HashMap<(usize, usize, u16), (Bytes, Bytes)> = HashMap::new();
+        // The core emits each receiver's bodies together (a tick goes
+        // receiver by receiver), so consecutive frames for one connection
+        // are handed to the router as one burst: one lookup, one lane lock
+        // and one wake-up per receiver and drain.
+        let mut framed: FrameCache = HashMap::default();
+        let mut burst: Vec<Bytes> = Vec::new();
+        let mut burst_conn = None;
         while let Some(Outgoing { conn, kind, body }) = driven.core.poll_output() {
             let key = (body.as_ptr() as usize, body.len(), kind);
             let frame = framed
@@ -138,17 +152,30 @@ impl NetPeerNode {
                 })
                 .1
                 .clone();
-            self.route(conn, frame);
+            if burst_conn != Some(conn) {
+                if let Some(to) = burst_conn {
+                    self.route(to, &mut burst);
+                }
+                burst_conn = Some(conn);
+            }
+            burst.push(frame);
+        }
+        if let Some(to) = burst_conn {
+            self.route(to, &mut burst);
         }
         result
     }
 
-    fn route(&self, conn: ConnId, frame: Bytes) {
-        if !self.router.to_participant(conn, Lane::Reliable, frame) {
-            self.metrics
-                .netpeer
-                .undelivered
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    /// Hands one receiver's frames to the router (draining `frames`);
+    /// those not queued count as undelivered.
+    fn route(&self, conn: ConnId, frames: &mut Vec<Bytes>) {
+        let total = frames.len();
+        let queued = self.router.burst_to_participant(conn, frames);
+        if queued < total {
+            self.metrics.netpeer.undelivered.fetch_add(
+                (total - queued) as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
         }
     }
 

@@ -94,6 +94,21 @@ impl Router for LocalRouter {
         outbound.is_some_and(|o| push(&o, lane, frame))
     }
 
+    fn burst_to_participant(&self, participant_id: u64, frames: &mut Vec<Bytes>) -> usize {
+        let outbound = self
+            .read()
+            .participants
+            .get(&participant_id)
+            .map(|r| r.outbound.clone());
+        match outbound {
+            Some(o) => o.send_reliable_all(frames.drain(..)),
+            None => {
+                frames.clear();
+                0
+            }
+        }
+    }
+
     fn to_account(&self, user_id: &str, lane: Lane, frame: Bytes) -> Fanout {
         let dir = self.read();
         let Some(ids) = dir.accounts.get(user_id) else {

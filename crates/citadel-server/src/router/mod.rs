@@ -91,6 +91,18 @@ pub trait Router: Send + Sync + std::fmt::Debug {
     /// To one participant. False if it is unknown or closing.
     fn to_participant(&self, participant_id: u64, lane: Lane, frame: Bytes) -> bool;
 
+    /// Several frames, in order, to one participant's reliable lane; drains
+    /// `frames` and returns how many were queued (0 if it is unknown or
+    /// closing). Same outcome as one [`Router::to_participant`] per frame;
+    /// implementations may do it with one lookup and one wake-up.
+    fn burst_to_participant(&self, participant_id: u64, frames: &mut Vec<Bytes>) -> usize {
+        frames
+            .drain(..)
+            .map(|f| self.to_participant(participant_id, Lane::Reliable, f))
+            .filter(|queued| *queued)
+            .count()
+    }
+
     /// To every live connection of one account.
     fn to_account(&self, user_id: &str, lane: Lane, frame: Bytes) -> Fanout;
 
