@@ -198,6 +198,10 @@ pub struct ActorServer<P> {
     lag: HashMap<u64, LagProfile>,
     npcs: BTreeMap<u32, npc::Npc<P>>,
     outputs: VecDeque<Output>,
+    /// Scratch for `offer_bundle`: the objects one kind-9 bundle offered
+    /// frames to, reused across bundles (at most one per frame of the
+    /// largest bundle seen; the wire caps a bundle at 32 frames).
+    offered: Vec<u32>,
 }
 
 impl<P: PlaceKey> ActorServer<P> {
@@ -223,6 +227,7 @@ impl<P: PlaceKey> ActorServer<P> {
             lag: HashMap::new(),
             npcs: BTreeMap::new(),
             outputs: VecDeque::new(),
+            offered: Vec::new(),
         })
     }
 

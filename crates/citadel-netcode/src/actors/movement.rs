@@ -40,7 +40,7 @@
 use citadel_wire::tsync::{FireCommand, InputBundle};
 
 use super::{ActorServer, InputOutcome, PlaceKey, Tick};
-use crate::input::{InputParams, advance, within_bounds};
+use crate::input::{InputParams, Released, advance, within_bounds};
 
 /// A position and a velocity (cm, cm/s).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -66,6 +66,21 @@ pub struct StagedFrame {
     pub velocity: [f32; 3],
     /// Its fire command, resolved once when the batch is applied.
     pub fire: Option<FireCommand>,
+}
+
+impl From<Released> for StagedFrame {
+    /// The frame as released, minus the position it integrated to (a
+    /// batch recomputes positions from each verdict's outcome).
+    fn from(r: Released) -> Self {
+        StagedFrame {
+            input_seq: r.input_seq,
+            sim_tick: r.sim_tick,
+            dt: r.dt,
+            move_velocity: r.move_velocity,
+            velocity: r.velocity,
+            fire: r.fire,
+        }
+    }
 }
 
 /// What game logic decided for one frame.
@@ -162,11 +177,12 @@ impl<P: PlaceKey> ActorServer<P> {
         now: Tick,
     ) -> (InputOutcome, Vec<MovementBatch>) {
         let mut outcome = InputOutcome::default();
-        let batches = self
-            .offer_bundle(participant_id, bundle, now, &mut outcome)
-            .into_iter()
-            .filter_map(|object_id| self.stage_release(participant_id, object_id))
+        let owned = self.offer_bundle(participant_id, bundle, now, &mut outcome);
+        let batches = owned
+            .iter()
+            .filter_map(|&object_id| self.stage_release(participant_id, object_id))
             .collect();
+        self.offered = owned;
         (outcome, batches)
     }
 
@@ -188,14 +204,7 @@ impl<P: PlaceKey> ActorServer<P> {
         let (mut position, mut velocity) = (start.position, start.velocity);
         let mut frames = Vec::new();
         while let Some(r) = owned.queue.poll_released(&mut position, &mut velocity) {
-            frames.push(StagedFrame {
-                input_seq: r.input_seq,
-                sim_tick: r.sim_tick,
-                dt: r.dt,
-                move_velocity: r.move_velocity,
-                velocity: r.velocity,
-                fire: r.fire,
-            });
+            frames.push(StagedFrame::from(r));
         }
         if frames.is_empty() {
             return None;

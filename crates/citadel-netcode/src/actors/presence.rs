@@ -66,7 +66,7 @@ impl InputOutcome {
             .filter(|&(_, n)| n > 0)
     }
 
-    pub(super) fn refuse(&mut self, reason: InputRefusal) {
+    fn refuse(&mut self, reason: InputRefusal) {
         self.refused[reason as usize] += 1;
         self.unserved += 1;
     }
@@ -132,16 +132,19 @@ impl<P: PlaceKey> ActorServer<P> {
         now: Tick,
     ) -> InputOutcome {
         let mut outcome = InputOutcome::default();
-        for object_id in self.offer_bundle(participant_id, bundle, now, &mut outcome) {
+        let owned = self.offer_bundle(participant_id, bundle, now, &mut outcome);
+        for &object_id in &owned {
             self.release_input(participant_id, object_id, &mut outcome);
         }
+        self.offered = owned;
         outcome
     }
 
     /// The first half of kind 9, shared with the staged path
     /// (`movement.rs`): advances to `now`, applies the piggybacked ack and
     /// offers every frame, counting into `outcome`; the objects whose
-    /// queues took a frame, in bundle order.
+    /// queues took a frame, in bundle order. The list is the reused
+    /// `offered` buffer: the caller puts it back when done with it.
     pub(super) fn offer_bundle(
         &mut self,
         participant_id: u64,
@@ -159,7 +162,8 @@ impl<P: PlaceKey> ActorServer<P> {
             outcome.acked = true;
         }
         // A bundle may carry frames for several owned objects (at most 32).
-        let mut owned: Vec<u32> = Vec::new();
+        let mut owned = std::mem::take(&mut self.offered);
+        owned.clear();
         for frame in &bundle.frames {
             match self.offer_input(participant_id, frame) {
                 Ok(object_id) => {

@@ -11,9 +11,7 @@
 //! [`Realm::enter_matched`] → [`Realm::prune_if_empty`] once the handoffs
 //! have expired.
 
-use std::collections::HashSet;
-
-use super::{JoinRefused, MemberSet, Realm, RoomLabel, RoomState, Scope};
+use super::{JoinRefused, Realm, RoomLabel, RoomState, Scope};
 use crate::place::{Place, RoomId};
 
 impl Realm {
@@ -31,14 +29,7 @@ impl Realm {
         self.places.insert(scope.clone());
         st.rooms.insert(
             id,
-            RoomState {
-                name: name.as_bytes().to_vec(),
-                label,
-                members: MemberSet::default(),
-                ready: HashSet::new(),
-                scope,
-                held: true,
-            },
+            RoomState::new(name.as_bytes().to_vec(), label, scope, true),
         );
         Ok(id)
     }

@@ -178,6 +178,21 @@ struct RoomState {
     held: bool,
 }
 
+impl RoomState {
+    /// A room with no members and nobody ready, named `name` (what
+    /// `/status` shows), scoped to `scope`; `held` as for a matched room.
+    fn new(name: Vec<u8>, label: RoomLabel, scope: Arc<Scope>, held: bool) -> Self {
+        RoomState {
+            name,
+            label,
+            members: MemberSet::default(),
+            ready: HashSet::new(),
+            scope,
+            held,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct ParticipantState {
     outbound: Outbound,
@@ -342,17 +357,8 @@ impl Realm {
                     st.next_room_id += 1;
                     let scope = Scope::new(Place::Room(id));
                     self.places.insert(scope.clone());
-                    st.rooms.insert(
-                        id,
-                        RoomState {
-                            name: params.to_vec(),
-                            label,
-                            members: MemberSet::default(),
-                            ready: HashSet::new(),
-                            scope,
-                            held: false,
-                        },
-                    );
+                    st.rooms
+                        .insert(id, RoomState::new(params.to_vec(), label, scope, false));
                     self.move_into(&mut st, participant_id, id);
                     Some(id)
                 })

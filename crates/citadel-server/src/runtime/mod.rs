@@ -97,6 +97,17 @@ pub(crate) enum Call {
     },
 }
 
+/// What [`Runtime::try_submit`] did with a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Submitted {
+    /// On the VM thread's queue.
+    Queued,
+    /// Dropped: the queue was full (counted).
+    Full,
+    /// Dropped: the VM thread is gone.
+    Gone,
+}
+
 /// What the VM thread reaches: where script commands are delivered and
 /// where script RPC methods are registered.
 #[derive(Clone)]
@@ -274,18 +285,25 @@ impl Runtime {
         self.registered().message.contains(&kind)
     }
 
-    fn submit(&self, call: Call) -> bool {
+    /// Hands `call` to the VM thread without blocking; a full queue is
+    /// counted as [`RuntimeEvent::QueueFull`].
+    fn try_submit(&self, call: Call) -> Submitted {
         match self.inner.tx.try_send(call) {
-            Ok(()) => true,
+            Ok(()) => Submitted::Queued,
             Err(TrySendError::Full(_)) => {
                 self.inner
                     .shared
                     .metrics
                     .runtime_event(RuntimeEvent::QueueFull);
-                false
+                Submitted::Full
             }
-            Err(TrySendError::Disconnected(_)) => false,
+            Err(TrySendError::Disconnected(_)) => Submitted::Gone,
         }
+    }
+
+    /// [`Runtime::try_submit`], as whether the call was queued.
+    fn submit(&self, call: Call) -> bool {
+        matches!(self.try_submit(call), Submitted::Queued)
     }
 
     /// Queues `on_message(kind)` (fire and forget).

@@ -35,7 +35,6 @@
 //! [`InputCall::answer`], or [`InputCall::expire`].
 
 use std::sync::Arc;
-use std::sync::mpsc::TrySendError;
 use std::time::{Duration, Instant};
 
 use citadel_netcode::actors::{Kinematics, MovementBatch, Verdict};
@@ -45,8 +44,8 @@ use tokio::sync::oneshot;
 use super::hooks::{self, Hook};
 use super::transform::TransformHost;
 use super::vm::{Caller, Failure};
-use super::{Call, Runtime};
-use crate::metrics::{RuntimeEvent, ServiceEvent};
+use super::{Call, Runtime, Submitted};
+use crate::metrics::ServiceEvent;
 
 /// Why the built-in integration was kept for a bundle (one error enum for
 /// the hook, mapped to its metric in [`InputHookFailure::event`]).
@@ -139,8 +138,7 @@ impl Runtime {
         caller: Caller,
         batch: Arc<MovementBatch>,
     ) -> Result<Vec<Verdict>, InputHookFailure> {
-        let shared = &self.inner.shared;
-        let deadline = Instant::now() + shared.input_wait;
+        let deadline = Instant::now() + self.inner.shared.input_wait;
         let (reply, rx) = oneshot::channel();
         let call = Call::Input(InputCall {
             caller,
@@ -148,13 +146,10 @@ impl Runtime {
             deadline,
             reply,
         });
-        match self.inner.tx.try_send(call) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) => {
-                shared.metrics.runtime_event(RuntimeEvent::QueueFull);
-                return Err(InputHookFailure::QueueFull);
-            }
-            Err(TrySendError::Disconnected(_)) => return Err(InputHookFailure::Unavailable),
+        match self.try_submit(call) {
+            Submitted::Queued => {}
+            Submitted::Full => return Err(InputHookFailure::QueueFull),
+            Submitted::Gone => return Err(InputHookFailure::Unavailable),
         }
         match tokio::time::timeout_at(deadline.into(), rx).await {
             Ok(Ok(judged)) => judged,
@@ -242,7 +237,7 @@ fn verdict((kind, px, py, pz, vx, vy, vz): Flat, proposed: Kinematics) -> Option
     }
 }
 
-fn push3(args: &mut Vec<Value>, v: [f32; 3]) {
+fn push3(args: &mut MultiValue, v: [f32; 3]) {
     args.extend(v.map(|c| Value::Number(f64::from(c))));
 }
 
@@ -260,15 +255,18 @@ pub(super) fn judge(lua: &Lua, ctx: Table, batch: &MovementBatch) -> mlua::Resul
     ctx.set("tick", batch.tick.0)?;
     let mut verdicts = Vec::with_capacity(batch.frames.len());
     let mut previous = batch.start;
-    let mut args = Vec::with_capacity(26);
+    // One argument buffer for the whole bundle: the handler and `ctx` stay
+    // in front, each frame replaces the numbers after them.
+    const LEAD: usize = 2;
+    let mut args = MultiValue::with_capacity(26);
+    args.push_back(Value::Function(f));
+    args.push_back(Value::Table(ctx));
     for frame in &batch.frames {
         let proposed = batch.proposed(frame, previous);
-        args.clear();
-        args.push(Value::Function(f.clone()));
-        args.push(Value::Table(ctx.clone()));
-        args.push(Value::Integer(i64::from(frame.input_seq)));
-        args.push(Value::Integer(i64::from(frame.sim_tick)));
-        args.push(Value::Number(f64::from(frame.dt)));
+        args.truncate(LEAD);
+        args.push_back(Value::Integer(i64::from(frame.input_seq)));
+        args.push_back(Value::Integer(i64::from(frame.sim_tick)));
+        args.push_back(Value::Number(f64::from(frame.dt)));
         push3(&mut args, frame.move_velocity);
         push3(&mut args, proposed.position);
         push3(&mut args, proposed.velocity);
@@ -278,11 +276,14 @@ pub(super) fn judge(lua: &Lua, ctx: Table, batch: &MovementBatch) -> mlua::Resul
             push3(&mut args, fire.origin);
             push3(&mut args, fire.direction);
         }
-        let flat: Flat = shim.call(MultiValue::from_iter(args.drain(..)))?;
+        let flat: Flat = shim.call(&args)?;
         let Some(verdict) = verdict(flat, proposed) else {
             return Ok(Err(InputHookFailure::BadReturn));
         };
-        previous = batch.step(frame, previous, &verdict);
+        previous = match verdict {
+            Verdict::Accept => proposed,
+            _ => batch.step(frame, previous, &verdict),
+        };
         verdicts.push(verdict);
     }
     Ok(Ok(verdicts))

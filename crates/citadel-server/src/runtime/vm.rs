@@ -281,6 +281,15 @@ impl Vm {
         Ok(ctx)
     }
 
+    /// [`Vm::ctx`] plus `room_id` when the caller is in a room.
+    fn room_ctx(&self, caller: &Caller) -> mlua::Result<Table> {
+        let ctx = self.ctx(caller)?;
+        if let Some(room) = caller.place.room() {
+            ctx.set("room_id", room.get())?;
+        }
+        Ok(ctx)
+    }
+
     /// `on_rpc` handler of `method`: `fn(ctx, body) -> string`.
     pub fn rpc(&self, caller: &Caller, method: &str, payload: &[u8]) -> Outcome<RpcReply> {
         self.invoke(self.limits.deadline, |lua| {
@@ -302,11 +311,8 @@ impl Vm {
             let Some(f) = hooks::message_fn(lua, kind)? else {
                 return Ok(false);
             };
-            let ctx = self.ctx(caller)?;
+            let ctx = self.room_ctx(caller)?;
             ctx.set("kind", kind)?;
-            if let Some(room) = caller.place.room() {
-                ctx.set("room_id", room.get())?;
-            }
             f.call::<()>((ctx, lua.create_string(body)?))?;
             Ok(true)
         })
@@ -394,11 +400,7 @@ impl Vm {
         budget: Duration,
     ) -> Outcome<super::movement::Judged> {
         let mut out = self.invoke(budget, |lua| {
-            let ctx = self.ctx(caller)?;
-            if let Some(room) = caller.place.room() {
-                ctx.set("room_id", room.get())?;
-            }
-            super::movement::judge(lua, ctx, batch)
+            super::movement::judge(lua, self.room_ctx(caller)?, batch)
         });
         if matches!(out.result, Ok(Err(_))) {
             out.commands.clear();
