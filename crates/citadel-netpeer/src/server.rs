@@ -178,6 +178,9 @@ pub struct Counters {
     /// Gauge: pairs whose full bunch the last tick deferred (0 once every
     /// receiver is bootstrapped).
     pub fulls_waiting: u64,
+    /// Sends held back by a receiver's lane room (`set_lane_room`), one per
+    /// pair and tick it waited.
+    pub lane_deferred: u64,
 }
 
 pub(crate) struct Pending {
@@ -315,6 +318,12 @@ pub(crate) struct Conn {
     pub buckets: Buckets,
     /// Full bunches this receiver may still be sent until the next tick.
     pub fulls_left: usize,
+    /// Bunches the next tick may send this receiver at most (`None`: no
+    /// bound); set by the driver from its outbound lane, consumed by a tick.
+    pub lane_room: Option<usize>,
+    /// Where the next tick starts visiting pairs (round robin when the lane
+    /// room runs out).
+    pub cursor: usize,
 }
 
 /// Why a pair is sent now.
@@ -587,8 +596,28 @@ impl Authority {
                     fields: Bucket::new(l.fields_per_sec, now_ms),
                 },
                 fulls_left: self.config.bootstrap_per_tick,
+                lane_room: None,
+                cursor: 0,
             },
         );
+    }
+
+    /// Connected receivers, in no particular order.
+    pub fn conn_ids(&self) -> impl Iterator<Item = ConnId> + '_ {
+        self.conns.keys().copied()
+    }
+
+    /// Backpressure from the transport: the next tick sends `conn` at most
+    /// `room` bunches (`None`: unbounded). Pairs over the room keep their
+    /// state and wait (a later delta is cumulative against the acked base,
+    /// so nothing is lost); the next tick starts where this one ran out of
+    /// room (round robin), so no object starves.
+    /// Timeouts of waiting pairs wait too, so a backed-up receiver is not
+    /// re-baselined into sending more. Applies to one tick only.
+    pub fn set_lane_room(&mut self, conn: ConnId, room: Option<usize>) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.lane_room = room;
+        }
     }
 
     /// Forgets a connection (its objects keep their recorded owner until
@@ -866,8 +895,9 @@ impl Authority {
     }
 
     /// Sends one receiver's changed and timed-out pairs: deltas at once,
-    /// full bunches within its per-tick budget (`pacing`). Returns the
-    /// number of full bunches deferred.
+    /// full bunches within its per-tick budget (`pacing`), all of it within
+    /// the lane room the driver set (`set_lane_room`). Returns the number of
+    /// full bunches deferred.
     fn send_conn(&mut self, conn_id: ConnId, now_ms: u64) -> u64 {
         let SendParts {
             classes,
@@ -880,13 +910,21 @@ impl Authority {
         };
         let config = ctx.config;
         conn.fulls_left = config.bootstrap_per_tick;
+        // Pairs are visited from the cursor on, wrapping around. When the
+        // lane room runs out, the rest wait and the next tick starts at the
+        // first that waited: round robin under steady congestion.
+        let mut room = conn.lane_room.take().unwrap_or(usize::MAX);
+        let start = conn.cursor.checked_rem(conn.pairs.len()).unwrap_or(0);
+        let mut first_waiting = None;
         let mut waiting = Vec::new();
-        for (&id, pair) in conn.pairs.iter_mut() {
+        let viewer = conn.viewer;
+        let fulls_left = &mut conn.fulls_left;
+        let mut visit = |pos: usize, id: u32, pair: &mut Pair| {
             let Some(obj) = objects.get_mut(&id) else {
-                continue;
+                return;
             };
             let Some(class) = classes.get(&obj.class) else {
-                continue;
+                return;
             };
             let timed_out = pair
                 .pending
@@ -898,37 +936,52 @@ impl Authority {
                 .is_some_and(|(_, s)| s.rev == obj.cur.rev);
             let cause = if timed_out && in_sync {
                 pair.pending.clear();
-                continue;
+                return;
             } else if timed_out {
                 Cause::Timeout
             } else if obj.cur.rev > pair.last_sent_rev {
                 Cause::Normal
             } else {
-                continue;
+                return;
             };
             if needs_full(config, pair, cause) {
                 waiting.push(Waiting {
                     object_id: id,
                     cause,
                     owned: obj.owner == Some(conn_id),
-                    dist2: conn
-                        .viewer
-                        .map_or(0.0, |v| dist2(v, position(classes, obj))),
+                    dist2: viewer.map_or(0.0, |v| dist2(v, position(classes, obj))),
                 });
-                continue;
+                return;
             }
+            if room == 0 {
+                ctx.counters.lane_deferred += 1;
+                first_waiting.get_or_insert(pos);
+                return;
+            }
+            room -= 1;
             send_pair(
                 &mut ctx,
                 class,
                 obj,
                 id,
                 conn_id,
-                (pair, &mut conn.fulls_left),
+                (pair, &mut *fulls_left),
                 now_ms,
                 cause,
             );
+        };
+        for (pos, (&id, pair)) in conn.pairs.iter_mut().enumerate().skip(start) {
+            visit(pos, id, pair);
         }
-        let n = take_first(&mut waiting, conn.fulls_left);
+        for (pos, (&id, pair)) in conn.pairs.iter_mut().enumerate().take(start) {
+            visit(pos, id, pair);
+        }
+        if let Some(pos) = first_waiting {
+            conn.cursor = pos;
+        }
+        let paced = waiting.len().min(conn.fulls_left);
+        let n = take_first(&mut waiting, paced.min(room));
+        ctx.counters.lane_deferred += (paced - n) as u64;
         for w in waiting.iter().take(n) {
             let (Some(obj), Some(pair)) = (
                 objects.get_mut(&w.object_id),
@@ -950,9 +1003,8 @@ impl Authority {
                 w.cause,
             );
         }
-        let deferred = (waiting.len() - n) as u64;
-        ctx.counters.full_deferred += deferred;
-        deferred
+        ctx.counters.full_deferred += (waiting.len() - paced) as u64;
+        (waiting.len() - n) as u64
     }
 
     /// Next addressed body, in queue order.

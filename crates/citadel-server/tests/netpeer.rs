@@ -544,23 +544,34 @@ async fn bootstrap_of_3000_objects_is_paced(t: Transport) {
 }
 
 /// The same match without pacing (`bootstrap_per_tick` at its maximum):
-/// 3 000 full bunches at once overflow the default reliable queue and the
-/// joining client is closed, which is what the pacing prevents.
-async fn unpaced_bootstrap_overflows_the_default_queue(t: Transport) {
-    let (node, _early, mut joiner, _ids) = crowded(t, 3_000, |c| {
+/// 3 000 full bunches at once would overflow the default reliable queue
+/// (1 024) and close the joiner as a slow consumer; the lane room bound
+/// (`lane_reserve`) sends each receiver only what its lane can take, so
+/// the rest waits a tick and the joiner converges with no close.
+async fn unpaced_bootstrap_is_bounded_by_lane_room(t: Transport) {
+    let (node, _early, mut joiner, ids) = crowded(t, 3_000, |c| {
         c.transport.network_peer.bootstrap_per_tick = 65_536;
+        assert_eq!(c.transport.network_peer.lane_reserve, 64);
     })
     .await;
-    let deadline = tokio::time::Instant::now() + STEP;
-    loop {
-        match tokio::time::timeout_at(deadline, joiner.recv()).await {
-            Err(_) => panic!("the unpaced joiner was not closed"),
-            Ok(Ok(Some(_))) => continue,
-            Ok(Ok(None) | Err(_)) => break,
-        }
-    }
+    let mut sj = session();
+    pump(&mut joiner, &mut sj, |s| {
+        ids.iter().all(|&id| int(s, id, 0) == Some(0))
+    })
+    .await;
     let m = &node.shared().metrics;
-    common::eventually("closed as a slow consumer", || m.closes(SlowConsumer) >= 1).await;
+    assert!(
+        m.netpeer.event("lane_deferred") > 0,
+        "the lane bounded a tick"
+    );
+    assert_eq!(
+        m.netpeer.event("full_deferred"),
+        0,
+        "no pacing at this budget"
+    );
+    assert_eq!(m.closes(SlowConsumer), 0);
+    let (_, text) = common::http_get(&node, "/metrics").await;
+    assert!(text.contains("citadel_netpeer_events_total{event=\"lane_deferred\"}"));
 }
 
 /// A delta whose base the session does not hold reports "needs full".
@@ -593,5 +604,5 @@ both_transports!(
     rate_flood_is_cut,
     disabled_kinds_are_dropped,
     bootstrap_of_3000_objects_is_paced,
-    unpaced_bootstrap_overflows_the_default_queue,
+    unpaced_bootstrap_is_bounded_by_lane_room,
 );

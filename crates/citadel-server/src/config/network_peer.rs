@@ -63,6 +63,12 @@ pub struct NetworkPeerConfig {
     /// Proposals of one connection waiting for a Lua verdict at most; one
     /// more is dropped.
     pub veto_max_in_flight: usize,
+    /// Reliable-lane slots a tick leaves free for a receiver's other
+    /// traffic: a receiver is sent at most its lane's free slots minus this
+    /// many bunches per tick, and the rest wait (deltas are cumulative, so
+    /// nothing is lost) instead of overflowing the lane and closing the
+    /// connection as a slow consumer.
+    pub lane_reserve: usize,
 }
 
 impl Default for NetworkPeerConfig {
@@ -89,6 +95,7 @@ impl Default for NetworkPeerConfig {
             field_cooldown_ms: l.cooldown_ms,
             veto_budget_ms: 5,
             veto_max_in_flight: 16,
+            lane_reserve: 64,
         }
     }
 }
@@ -131,6 +138,12 @@ impl NetworkPeerConfig {
             return Err(invalid(
                 "transport.network_peer.veto_budget_ms",
                 "must be 1..=1000",
+            ));
+        }
+        if self.lane_reserve > 65_536 {
+            return Err(invalid(
+                "transport.network_peer.lane_reserve",
+                "must be 0..=65536",
             ));
         }
         if !(1..=4_096).contains(&self.veto_max_in_flight) {

@@ -409,6 +409,7 @@ fn network_peer_keys_defaults_env_and_bounds() {
     assert_eq!((d.max_bunches_per_sec, d.max_bytes_per_sec), (240, 262_144));
     assert_eq!((d.max_bunch_bytes, d.max_fields_per_bunch), (65_536, 1_024));
     assert_eq!((d.veto_budget_ms, d.veto_max_in_flight), (5, 16));
+    assert_eq!(d.lane_reserve, 64);
     let c = load(
         "[transport.network_peer]\nenabled = true\nack_timeout_ms = 250\n",
         &[("CITADEL_TRANSPORT_NETWORK_PEER_MAX_BUNCHES_PER_SEC", "12")],
@@ -431,6 +432,10 @@ fn network_peer_keys_defaults_env_and_bounds() {
         (
             "bootstrap_per_tick = 65537",
             "transport.network_peer.bootstrap_per_tick",
+        ),
+        (
+            "lane_reserve = 65537",
+            "transport.network_peer.lane_reserve",
         ),
         (
             "max_bunch_bytes = 0",

@@ -302,6 +302,18 @@ impl Outbound {
         )
     }
 
+    /// Envelopes the reliable lane can still take (0 once closing).
+    pub fn reliable_room(&self) -> usize {
+        let st = self.lock();
+        if st.close.is_some() {
+            return 0;
+        }
+        self.shared
+            .limits
+            .reliable_capacity
+            .saturating_sub(st.reliable.len())
+    }
+
     /// Envelopes currently queued (both lanes).
     pub fn queued(&self) -> usize {
         let st = self.lock();

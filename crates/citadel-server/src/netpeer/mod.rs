@@ -63,6 +63,9 @@ pub type BoxedVeto = Box<dyn VetoHook + Send>;
 struct Driven {
     core: Authority,
     veto: Option<BoxedVeto>,
+    /// Scratch of `drive`, kept for its capacity (emptied after each drain).
+    framed: FrameCache,
+    burst: Vec<Bytes>,
 }
 
 /// The node's NetworkPeer driver.
@@ -70,6 +73,8 @@ pub struct NetPeerNode {
     state: Mutex<Driven>,
     enabled: bool,
     tick_hz: u32,
+    /// `lane_reserve`: reliable-lane slots a tick leaves free.
+    lane_reserve: usize,
     epoch: Instant,
     metrics: Arc<Metrics>,
     router: Arc<dyn Router>,
@@ -97,9 +102,15 @@ impl NetPeerNode {
             message: "out of range".into(),
         })?;
         Ok(NetPeerNode {
-            state: Mutex::new(Driven { core, veto: None }),
+            state: Mutex::new(Driven {
+                core,
+                veto: None,
+                framed: HashMap::default(),
+                burst: Vec::new(),
+            }),
             enabled: config.enabled,
             tick_hz: config.tick_hz.max(1),
+            lane_reserve: config.lane_reserve,
             epoch: Instant::now(),
             metrics,
             router,
@@ -136,10 +147,14 @@ impl NetPeerNode {
         // receiver by receiver), so consecutive frames for one connection
         // are handed to the router as one burst: one lookup, one lane lock
         // and one wake-up per receiver and drain.
-        let mut framed: FrameCache = HashMap::default();
-        let mut burst: Vec<Bytes> = Vec::new();
+        let Driven {
+            core,
+            framed,
+            burst,
+            ..
+        } = &mut *driven;
         let mut burst_conn = None;
-        while let Some(Outgoing { conn, kind, body }) = driven.core.poll_output() {
+        while let Some(Outgoing { conn, kind, body }) = core.poll_output() {
             let key = (body.as_ptr() as usize, body.len(), kind);
             let frame = framed
                 .entry(key)
@@ -154,14 +169,17 @@ impl NetPeerNode {
                 .clone();
             if burst_conn != Some(conn) {
                 if let Some(to) = burst_conn {
-                    self.route(to, &mut burst);
+                    self.route(to, burst);
                 }
                 burst_conn = Some(conn);
             }
             burst.push(frame);
         }
         if let Some(to) = burst_conn {
-            self.route(to, &mut burst);
+            self.route(to, burst);
+        }
+        if !framed.is_empty() {
+            framed.clear(); // keeps the capacity for the next tick
         }
         result
     }
@@ -214,9 +232,21 @@ impl NetPeerNode {
         self.drive(|d, _| d.core.handle_ack(participant_id, body))
     }
 
-    /// One authority tick: relevance, then every changed or timed-out pair.
+    /// One authority tick: relevance, then every changed or timed-out pair,
+    /// each receiver sent at most what its reliable lane has room for (less
+    /// `lane_reserve`); the rest waits for a later tick.
     pub fn handle_tick(&self) {
-        self.drive(|d, now| d.core.tick(now));
+        self.drive(|d, now| {
+            let ids: Vec<ConnId> = d.core.conn_ids().collect();
+            for id in ids {
+                let room = self
+                    .router
+                    .reliable_room(id)
+                    .map(|free| free.saturating_sub(self.lane_reserve));
+                d.core.set_lane_room(id, room);
+            }
+            d.core.tick(now)
+        });
     }
 
     // ---- trusted API (game logic) ------------------------------------------

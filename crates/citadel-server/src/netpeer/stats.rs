@@ -19,7 +19,7 @@ use citadel_netpeer::{Counters, Rejection};
 type Event = (&'static str, fn(&Counters) -> u64);
 
 /// Every event counter, in render order.
-const EVENTS: [Event; 16] = [
+const EVENTS: [Event; 17] = [
     ("fulls", |c| c.fulls),
     ("full_pending_cap", |c| c.full_pending_cap),
     ("full_collection_cap", |c| c.full_collection_cap),
@@ -36,6 +36,7 @@ const EVENTS: [Event; 16] = [
     ("relevance_enter", |c| c.relevance_enter),
     ("relevance_exit", |c| c.relevance_exit),
     ("full_deferred", |c| c.full_deferred),
+    ("lane_deferred", |c| c.lane_deferred),
 ];
 
 /// The published copy.

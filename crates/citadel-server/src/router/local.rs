@@ -109,6 +109,15 @@ impl Router for LocalRouter {
         }
     }
 
+    fn reliable_room(&self, participant_id: u64) -> Option<usize> {
+        let outbound = self
+            .read()
+            .participants
+            .get(&participant_id)
+            .map(|r| r.outbound.clone());
+        outbound.map(|o| o.reliable_room())
+    }
+
     fn to_account(&self, user_id: &str, lane: Lane, frame: Bytes) -> Fanout {
         let dir = self.read();
         let Some(ids) = dir.accounts.get(user_id) else {

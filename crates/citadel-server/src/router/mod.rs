@@ -103,6 +103,15 @@ pub trait Router: Send + Sync + std::fmt::Debug {
             .count()
     }
 
+    /// How many more envelopes one participant's reliable lane can take,
+    /// if this router can tell (`None`: unknown or unbounded). Producers
+    /// that can wait without loss (NetworkPeer deltas) size their next
+    /// burst by it instead of overflowing the lane.
+    fn reliable_room(&self, participant_id: u64) -> Option<usize> {
+        let _ = participant_id;
+        None
+    }
+
     /// To every live connection of one account.
     fn to_account(&self, user_id: &str, lane: Lane, frame: Bytes) -> Fanout;
 
