@@ -16,7 +16,8 @@
 //! [`Pending`] without applying; [`Authority::commit_proposal`] re-checks it
 //! against the current state (a change in between is [`Rejection::Stale`])
 //! and applies what the verdict allows. [`Authority::handle_proposal`] is
-//! both with a synchronous [`VetoHook`] in between.
+//! both with a synchronous [`VetoHook`] in between, minus the re-check
+//! (nothing can change in between).
 //!
 //! What it is not: a reply path. Nothing here answers the client.
 
@@ -150,7 +151,7 @@ pub struct Pending {
     version: usize,
     full: bool,
     result_id: u64,
-    set: Vec<u16>,
+    /// In mask order: the ids are the changed mask.
     values: Vec<(u16, FieldValue)>,
 }
 
@@ -304,7 +305,8 @@ impl Authority {
     /// silent drop (counted); nothing is sent to the proposer except a
     /// correction when the hook vetoed fields. The same as
     /// [`Authority::validate_proposal`], the hook, then
-    /// [`Authority::commit_proposal`].
+    /// [`Authority::commit_proposal`] without its re-check (nothing can
+    /// change in between).
     pub fn handle_proposal(
         &mut self,
         conn: ConnId,
@@ -314,7 +316,11 @@ impl Authority {
     ) -> Result<Applied, Rejection> {
         let pending = self.validate_proposal(conn, body, now_ms)?;
         let vetoed = pending.judge(hook);
-        self.commit_proposal(pending, &vetoed, now_ms)
+        // Nothing can change between the validation and the apply here
+        // (the hook has no access to the authority): no re-check.
+        let r = self.apply(pending, &vetoed, now_ms);
+        self.count_commit(&r);
+        r
     }
 
     /// Steps 1-7 of the pipeline without applying anything: the buckets
@@ -345,12 +351,18 @@ impl Authority {
         vetoed: &[u16],
         now_ms: u64,
     ) -> Result<Applied, Rejection> {
-        let r = self.commit(pending, vetoed, now_ms);
-        match &r {
+        let r = self
+            .recheck(&pending, now_ms)
+            .and_then(|()| self.apply(pending, vetoed, now_ms));
+        self.count_commit(&r);
+        r
+    }
+
+    fn count_commit(&mut self, r: &Result<Applied, Rejection>) {
+        match r {
             Ok(_) => self.counters.proposals_applied += 1,
             Err(why) => self.counters.rejected[*why as usize] += 1,
         }
-        r
     }
 
     fn validate(
@@ -452,24 +464,19 @@ impl Authority {
             version,
             full: header.full.is_some(),
             result_id: header.result_id,
-            set,
             values: bunch.values,
         };
         check_cooldowns(&pending, class, conn, limits.cooldown_ms, now_ms)?;
         Ok(pending)
     }
 
-    fn commit(
-        &mut self,
-        pending: Pending,
-        vetoed: &[u16],
-        now_ms: u64,
-    ) -> Result<Applied, Rejection> {
-        let default_cooldown = self.config.limits.cooldown_ms;
+    /// Step 8 on the asynchronous path: re-checks what may have changed
+    /// since the validation (a change is [`Rejection::Stale`]; a cooldown
+    /// that started meanwhile is [`Rejection::Cooldown`]).
+    fn recheck(&self, pending: &Pending, now_ms: u64) -> Result<(), Rejection> {
         let object_id = pending.object_id;
         let conn_id = pending.conn;
-        // 8. re-check what may have changed since the validation.
-        let conn = self.conns.get_mut(&conn_id).ok_or(Rejection::Stale)?;
+        let conn = self.conns.get(&conn_id).ok_or(Rejection::Stale)?;
         let obj = self.objects.get(&object_id).ok_or(Rejection::Stale)?;
         let class = self.classes.get(&obj.class).ok_or(Rejection::Stale)?;
         if obj.class != pending.class_id
@@ -486,16 +493,38 @@ impl Authority {
             .filter(|b| b.owner_epoch == obj.owner_epoch);
         check_binding(pending.full, binding, pending.version, pending.result_id)
             .map_err(|_| Rejection::Stale)?;
-        check_cooldowns(&pending, class, conn, default_cooldown, now_ms)?;
-        // The veto, the apply and the correction.
+        check_cooldowns(pending, class, conn, self.config.limits.cooldown_ms, now_ms)
+    }
+
+    /// Steps 8-9 for a proposal known to be current (validated just now,
+    /// or re-checked): the apply, the correction and the rebroadcast.
+    fn apply(
+        &mut self,
+        pending: Pending,
+        vetoed: &[u16],
+        now_ms: u64,
+    ) -> Result<Applied, Rejection> {
+        let default_cooldown = self.config.limits.cooldown_ms;
+        let object_id = pending.object_id;
+        let conn_id = pending.conn;
+        // Present: validated or re-checked with no change in between.
+        let conn = self.conns.get_mut(&conn_id).ok_or(Rejection::Stale)?;
+        let class = self
+            .classes
+            .get(&pending.class_id)
+            .ok_or(Rejection::Stale)?;
         let Pending {
             version,
             result_id,
             owner_epoch,
-            set,
             values,
             ..
         } = pending;
+        let vetoed: Vec<u16> = values
+            .iter()
+            .map(|(f, _)| *f)
+            .filter(|f| vetoed.contains(f))
+            .collect();
         conn.bindings.insert(
             object_id,
             crate::server::Binding {
@@ -530,7 +559,6 @@ impl Authority {
             // The field index was checked against the class above.
             let _ = self.put(object_id, f, Value::Plain(v));
         }
-        let vetoed: Vec<u16> = set.into_iter().filter(|f| vetoed.contains(f)).collect();
         if !vetoed.is_empty() {
             self.send_now(object_id, conn_id, now_ms, Cause::Correction);
         }

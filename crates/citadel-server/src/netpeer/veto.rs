@@ -258,11 +258,19 @@ impl NetPeerNode {
     async fn judge(&self, participant_id: u64, job: Job) {
         let validated = self.drive(|d, now| {
             let pending = d.core.validate_proposal(participant_id, &job.body, now)?;
-            let names = d
-                .core
-                .class(pending.proposal().class_id)
-                .map(|c| c.fields().iter().map(|f| f.name.clone()).collect())
-                .unwrap_or_else(Vec::new);
+            // Only the proposed fields' names, in proposal order.
+            let p = pending.proposal();
+            let fields = d.core.class(p.class_id).map(|c| c.fields());
+            let names: Vec<String> = p
+                .fields
+                .iter()
+                .map(|(f, _)| {
+                    fields
+                        .and_then(|fs| fs.get(usize::from(*f)))
+                        .map(|spec| spec.name.clone())
+                        .unwrap_or_default()
+                })
+                .collect();
             Ok::<_, citadel_netpeer::Rejection>((pending, names))
         });
         let Ok((pending, names)) = validated else {
@@ -295,6 +303,7 @@ impl NetPeerNode {
         &self,
         caller: Arc<dyn VetoCaller>,
         pending: &Pending,
+        // One per proposed field, in proposal order.
         names: Vec<String>,
         user_id: Option<String>,
     ) -> VetoOutcome {
@@ -305,13 +314,10 @@ impl NetPeerNode {
             user_id,
             object_id: p.object_id,
             class_id: p.class_id,
-            fields: p
-                .fields
-                .iter()
-                .map(|(f, v)| {
-                    let name = names.get(usize::from(*f)).cloned().unwrap_or_default();
-                    (name, v.clone())
-                })
+            fields: names
+                .into_iter()
+                .zip(p.fields.iter())
+                .map(|(name, (_, v))| (name, v.clone()))
                 .collect(),
             deadline,
         };

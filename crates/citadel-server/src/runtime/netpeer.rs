@@ -309,6 +309,22 @@ fn value_of(codec: &FieldCodec, v: &LuaValue, name: &str) -> mlua::Result<FieldV
 }
 
 pub(super) fn lua_of(lua: &Lua, v: &Value) -> mlua::Result<LuaValue> {
+    Ok(match v {
+        Value::Plain(v) => lua_of_plain(lua, v)?,
+        Value::Collection(items) => {
+            let t = lua.create_table()?;
+            for (key, v) in items.values() {
+                let key =
+                    i64::try_from(*key).map_or(LuaValue::Number(*key as f64), LuaValue::Integer);
+                t.raw_set(key, lua_of_plain(lua, v)?)?;
+            }
+            LuaValue::Table(t)
+        }
+    })
+}
+
+/// One plain value as Lua (a wire collection, never stored, is nil).
+pub(super) fn lua_of_plain(lua: &Lua, v: &FieldValue) -> mlua::Result<LuaValue> {
     let vec = |c: &[f32]| -> mlua::Result<LuaValue> {
         let t = lua.create_table()?;
         for (i, x) in c.iter().enumerate() {
@@ -317,41 +333,52 @@ pub(super) fn lua_of(lua: &Lua, v: &Value) -> mlua::Result<LuaValue> {
         Ok(LuaValue::Table(t))
     };
     Ok(match v {
-        Value::Plain(FieldValue::Bool(b)) => LuaValue::Boolean(*b),
-        Value::Plain(FieldValue::Int(n)) => LuaValue::Integer(*n),
-        Value::Plain(FieldValue::Scalar(x)) => LuaValue::Number(f64::from(*x)),
-        Value::Plain(FieldValue::Vector3(c)) => vec(c)?,
-        Value::Plain(FieldValue::Quat(c)) => vec(c)?,
-        Value::Plain(FieldValue::Bytes(b)) => LuaValue::String(lua.create_string(b)?),
-        Value::Collection(items) => {
-            let t = lua.create_table()?;
-            for (key, v) in items.values() {
-                let key =
-                    i64::try_from(*key).map_or(LuaValue::Number(*key as f64), LuaValue::Integer);
-                t.raw_set(key, lua_of(lua, &Value::Plain(v.clone()))?)?;
-            }
-            LuaValue::Table(t)
-        }
-        Value::Plain(FieldValue::Collection(_)) => LuaValue::Nil,
+        FieldValue::Bool(b) => LuaValue::Boolean(*b),
+        FieldValue::Int(n) => LuaValue::Integer(*n),
+        FieldValue::Scalar(x) => LuaValue::Number(f64::from(*x)),
+        FieldValue::Vector3(c) => vec(c)?,
+        FieldValue::Quat(c) => vec(c)?,
+        FieldValue::Bytes(b) => LuaValue::String(lua.create_string(b)?),
+        FieldValue::Collection(_) => LuaValue::Nil,
     })
 }
 
 /// `(name, codec)` of each field of an object's class, in id order.
 fn fields_of(node: &NetPeerNode, object_id: u32) -> mlua::Result<Vec<(String, FieldCodec)>> {
-    let class_id = node
-        .object(object_id)
-        .map(|o| o.class_id)
-        .ok_or_else(|| err("netpeer: unknown object"))?;
-    Ok(node.inspect(|core| {
-        core.class(class_id)
-            .map(|c| {
+    node.inspect(|core| {
+        let class_id = core.class_of(object_id)?;
+        Some(
+            core.class(class_id)
+                .map(|c| {
+                    c.fields()
+                        .iter()
+                        .map(|f| (f.name.clone(), f.codec.clone()))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default(),
+        )
+    })
+    .ok_or_else(|| err("netpeer: unknown object"))
+}
+
+/// The id and codec of field `name` of an object's class, in one locked
+/// read that copies only that field's codec.
+fn object_field(node: &NetPeerNode, object_id: u32, name: &str) -> mlua::Result<(u16, FieldCodec)> {
+    let found = node
+        .inspect(|core| {
+            let class_id = core.class_of(object_id)?;
+            Some(core.class(class_id).and_then(|c| {
                 c.fields()
                     .iter()
-                    .map(|f| (f.name.clone(), f.codec.clone()))
-                    .collect::<Vec<_>>()
-            })
-            .unwrap_or_default()
-    }))
+                    .enumerate()
+                    .find(|(_, f)| f.name == name)
+                    .map(|(i, f)| (i, f.codec.clone()))
+            }))
+        })
+        .ok_or_else(|| err("netpeer: unknown object"))?;
+    let (i, codec) = found.ok_or_else(|| err(format!("netpeer: unknown field `{name}`")))?;
+    let id = u16::try_from(i).map_err(|_| err("netpeer: field id out of range"))?;
+    Ok((id, codec))
 }
 
 /// The id and codec of field `name`.
@@ -388,7 +415,7 @@ fn item_args(
     name: &str,
     key: i64,
 ) -> mlua::Result<(u16, FieldCodec, u64)> {
-    let (id, codec) = field_named(&fields_of(node, object_id)?, name)?;
+    let (id, codec) = object_field(node, object_id, name)?;
     let FieldCodec::Collection { item, .. } = codec else {
         return Err(err(format!("netpeer: field `{name}` is not a collection")));
     };

@@ -24,7 +24,7 @@ use std::time::Instant;
 use mlua::{Function, Lua, Table, Value as LuaValue};
 use tokio::sync::oneshot;
 
-use super::netpeer::{NetpeerHost, lua_of};
+use super::netpeer::{NetpeerHost, lua_of_plain};
 use super::vm::{Failure, Outcome, Vm};
 use super::{Call, Inner, Runtime};
 use crate::netpeer::{NetPeerNode, Verdict, VetoCaller, VetoRequest};
@@ -125,8 +125,7 @@ impl Vm {
             ctx.set("class", name)?;
             let proposal = lua.create_table()?;
             for (name, value) in &request.fields {
-                let v = citadel_netpeer::Value::Plain(value.clone());
-                proposal.set(name.as_str(), lua_of(lua, &v)?)?;
+                proposal.set(name.as_str(), lua_of_plain(lua, value)?)?;
             }
             match f.call::<LuaValue>((ctx, proposal))? {
                 LuaValue::Nil | LuaValue::Boolean(true) => Ok(true),
