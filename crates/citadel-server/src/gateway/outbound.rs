@@ -133,13 +133,10 @@ impl Outbound {
         let mut queued = 0;
         let overflowed = {
             let mut st = self.lock();
-            let limits = &self.shared.limits;
             let mut overflowed = false;
             if st.close.is_none() {
                 for frame in frames.by_ref() {
-                    if st.reliable.len() >= limits.reliable_capacity
-                        || st.bytes + frame.len() > limits.max_bytes
-                    {
+                    if !self.fits_reliable(&st, frame.len(), 1) {
                         overflowed = true;
                         break;
                     }
@@ -195,10 +192,7 @@ impl Outbound {
             self.shared.metrics.dropped(DropReason::ConnectionClosed);
             return Push::Closing;
         }
-        let limits = &self.shared.limits;
-        if st.reliable.len() >= limits.reliable_capacity / share
-            || st.bytes + frame.len() > limits.max_bytes / share
-        {
+        if !self.fits_reliable(&st, frame.len(), share) {
             return Push::Full;
         }
         st.bytes += frame.len();
@@ -206,6 +200,14 @@ impl Outbound {
         drop(st);
         self.shared.wake.notify_one();
         Push::Queued
+    }
+
+    /// Whether one more reliable frame of `len` bytes stays within `1/share`
+    /// of the lane's envelope and byte capacity.
+    fn fits_reliable(&self, st: &LaneState, len: usize, share: usize) -> bool {
+        let limits = &self.shared.limits;
+        st.reliable.len() < limits.reliable_capacity / share
+            && st.bytes + len <= limits.max_bytes / share
     }
 
     /// Encodes and queues an envelope on the reliable lane.

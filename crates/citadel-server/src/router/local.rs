@@ -12,7 +12,7 @@ use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
 
-use super::{Fanout, Lane, Recipient, Router, push};
+use super::{Fanout, Lane, Outbound, Recipient, Router, push};
 use crate::place::Place;
 use crate::realm::Places;
 
@@ -45,6 +45,15 @@ impl LocalRouter {
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Directory> {
         self.directory.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The lanes of one attached connection (the directory lock is released
+    /// before the caller pushes).
+    fn outbound_of(&self, participant_id: u64) -> Option<Outbound> {
+        self.read()
+            .participants
+            .get(&participant_id)
+            .map(|r| r.outbound.clone())
     }
 
     /// Attached connections.
@@ -86,21 +95,12 @@ impl Router for LocalRouter {
     }
 
     fn to_participant(&self, participant_id: u64, lane: Lane, frame: Bytes) -> bool {
-        let outbound = self
-            .read()
-            .participants
-            .get(&participant_id)
-            .map(|r| r.outbound.clone());
-        outbound.is_some_and(|o| push(&o, lane, frame))
+        self.outbound_of(participant_id)
+            .is_some_and(|o| push(&o, lane, frame))
     }
 
     fn burst_to_participant(&self, participant_id: u64, frames: &mut Vec<Bytes>) -> usize {
-        let outbound = self
-            .read()
-            .participants
-            .get(&participant_id)
-            .map(|r| r.outbound.clone());
-        match outbound {
+        match self.outbound_of(participant_id) {
             Some(o) => o.send_reliable_all(frames.drain(..)),
             None => {
                 frames.clear();
@@ -110,12 +110,7 @@ impl Router for LocalRouter {
     }
 
     fn reliable_room(&self, participant_id: u64) -> Option<usize> {
-        let outbound = self
-            .read()
-            .participants
-            .get(&participant_id)
-            .map(|r| r.outbound.clone());
-        outbound.map(|o| o.reliable_room())
+        self.outbound_of(participant_id).map(|o| o.reliable_room())
     }
 
     fn to_account(&self, user_id: &str, lane: Lane, frame: Bytes) -> Fanout {
@@ -155,7 +150,7 @@ impl Router for LocalRouter {
 mod tests {
     use super::*;
     use crate::config::RoomsConfig;
-    use crate::gateway::outbound::{LaneLimits, Outbound};
+    use crate::gateway::outbound::LaneLimits;
     use crate::metrics::Metrics;
     use crate::realm::{DefaultRoomPolicy, Realm};
     use crate::router::frame;
