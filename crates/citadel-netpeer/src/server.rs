@@ -19,12 +19,17 @@
 //!
 //! Fan-out encodes once: within a tick, the receivers of an object whose
 //! pairs have the same acked base token, visibility (owner or peer) and
-//! layout version need the same bunch, so it is planned, minted (one token)
-//! and encoded once and its `Bytes` shared. Each token still names exactly
-//! one encoded result and is never minted twice; every receiver gets
-//! strictly increasing tokens per object (a cached bunch is reused for a
-//! pair only if its token is newer than the pair's last one, and the cache
-//! lives one tick). With `shared_quantized_state` the values
+//! layout version need the same bunch, so it is planned and encoded once
+//! and its `Bytes` shared. Tokens name result states, not bunches: every
+//! pair that reaches an object revision (with the same visibility, layout
+//! version and full-or-delta) gets that revision's one token, whatever base
+//! its bunch was encoded against. So receivers whose acks came at
+//! different times share a base again as soon as they ack the same
+//! revision, and the number of distinct bunches per object stays small
+//! instead of growing with every late ack. Tokens are never minted twice;
+//! every receiver gets strictly increasing tokens per object (a cached
+//! bunch or token is reused for a pair only if it is newer than the pair's
+//! last token, and both live one tick). With `shared_quantized_state` the values
 //! section of each (object revision, base revision, visibility, version) is
 //! encoded once per tick and spliced after each receiver's own header
 //! (`encode`); the bytes equal the default path's.
@@ -165,8 +170,9 @@ pub struct Counters {
     pub rebroadcast_budget_stops: u64,
     /// Sends skipped because the token space is exhausted.
     pub tokens_exhausted: u64,
-    /// Tokens minted (one per distinct encoded bunch; receivers with the
-    /// same base share it).
+    /// Tokens minted: one per result state (object revision, visibility,
+    /// layout version, full or delta), shared by every receiver reaching
+    /// it; re-minted only for a pair already sent a newer token.
     pub tokens_issued: u64,
     /// Pairs created by relevance entry.
     pub relevance_enter: u64,
@@ -252,6 +258,18 @@ pub(crate) struct BunchEntry {
     bunch: Bunch,
 }
 
+/// The token naming one result state of an object revision: what a
+/// receiver holds after applying it, given its visibility, layout version
+/// and whether the bunch was full (a full also refreshes InitialOnly
+/// fields). Every pair that reaches that state gets this token, whatever
+/// base its bunch was encoded against.
+pub(crate) struct ResultEntry {
+    owner: bool,
+    version: usize,
+    full: bool,
+    token: u64,
+}
+
 impl BunchEntry {
     /// Whether a pair last sent `last_token` may be sent this entry.
     fn usable_after(&self, last_token: u64) -> bool {
@@ -275,6 +293,8 @@ pub(crate) struct Object {
     pub values: Vec<ValuesEntry>,
     /// Bunches encoded this tick for the current revision.
     pub bunches: Vec<BunchEntry>,
+    /// Result tokens of the current revision minted this tick.
+    pub results: Vec<ResultEntry>,
 }
 
 impl Object {
@@ -285,6 +305,7 @@ impl Object {
             self.published = false;
             self.values.clear();
             self.bunches.clear();
+            self.results.clear();
             snap
         } else {
             Arc::make_mut(&mut self.cur)
@@ -453,6 +474,7 @@ impl Authority {
                 position: [0.0; 3],
                 values: Vec::new(),
                 bunches: Vec::new(),
+                results: Vec::new(),
             },
         );
         Ok(id)
@@ -781,10 +803,12 @@ impl Authority {
                 grids.insert(m, Grid::build(cell, list.into_iter()));
             }
         }
-        // Bunches live for one tick, so every token a pair gets this tick
-        // is newer than any it got before (re-entry included).
+        // Bunches and result tokens live for one tick, so every token a
+        // pair gets this tick is newer than any it got before (re-entry
+        // included: a dropped pair forgets its last token).
         for o in self.objects.values_mut() {
             o.bunches.clear();
+            o.results.clear();
         }
         let conn_ids: Vec<ConnId> = self.conns.keys().copied().collect();
         let mut candidates = Vec::new();
@@ -1229,15 +1253,12 @@ fn build_bunch(
             }
         }
     };
-    let Some(token) = ctx.tokens.issue() else {
-        ctx.counters.tokens_exhausted += 1;
-        return None;
-    };
-    ctx.counters.tokens_issued += 1;
     let base = match (key.base, p.full) {
         (Some(t), false) => BunchBase::Delta(t),
         _ => BunchBase::Full,
     };
+    let result = (key.owner, key.version, base == BunchBase::Full);
+    let token = result_token(ctx, &mut obj.results, result, pair.last_token)?;
     let body = match section {
         Some(sv) => assemble(schema, object_id, token, base, sv),
         None if shared => return None,
@@ -1252,6 +1273,43 @@ fn build_bunch(
             body: Bytes::from(body),
         },
     })
+}
+
+/// The token of `result` (visibility, version, full) for the current
+/// revision: the one already minted when it is newer than every token this
+/// pair was sent (`last_token`), else a fresh one that replaces it, so each
+/// receiver still sees strictly increasing tokens per object. `None`: the
+/// token space is exhausted.
+fn result_token(
+    ctx: &mut SendCtx<'_>,
+    results: &mut Vec<ResultEntry>,
+    (owner, version, full): (bool, usize, bool),
+    last_token: u64,
+) -> Option<u64> {
+    let found = results
+        .iter()
+        .position(|e| e.owner == owner && e.version == version && e.full == full);
+    if let Some(e) = found.and_then(|i| results.get(i))
+        && e.token > last_token
+    {
+        return Some(e.token);
+    }
+    let Some(token) = ctx.tokens.issue() else {
+        ctx.counters.tokens_exhausted += 1;
+        return None;
+    };
+    ctx.counters.tokens_issued += 1;
+    let entry = ResultEntry {
+        owner,
+        version,
+        full,
+        token,
+    };
+    match found.and_then(|i| results.get_mut(i)) {
+        Some(slot) => *slot = entry,
+        None => results.push(entry),
+    }
+    Some(token)
 }
 
 fn nothing(key: BunchKey) -> BunchEntry {

@@ -22,13 +22,12 @@ use std::sync::Arc;
 
 use citadel_wire::DecodeError;
 use citadel_wire::ack::AckWindow;
-use citadel_wire::bits::BitReader;
 use citadel_wire::netpeer::{
-    BunchBase, ClassSchema, DeltaBunch, FieldCodec, FieldValue, MAX_TABLE_ENTRIES, RepAck,
-    RepAckEntry, RepSchema,
+    BunchBase, BunchHeader, ClassSchema, DeltaBunch, FieldCodec, FieldValue, HeaderBase,
+    MAX_TABLE_ENTRIES, RepAck, RepAckEntry, RepSchema,
 };
 use citadel_wire::schema::SCHEMA_HASH_BYTES;
-use citadel_wire::varint::read_varint;
+use smallvec::SmallVec;
 
 use crate::value::{Items, Value, apply_collection};
 
@@ -132,9 +131,53 @@ pub struct SchemaCheck {
     pub known: bool,
 }
 
+/// The applied states of one object, ascending by token. A handful at a
+/// time (the acked base plus what is in flight), so a sorted inline vector:
+/// no allocation or tree node per applied bunch.
+#[derive(Default)]
+struct States(SmallVec<[(u64, Arc<State>); 4]>);
+
+impl States {
+    fn get(&self, token: u64) -> Option<&Arc<State>> {
+        let i = self.0.binary_search_by_key(&token, |e| e.0).ok()?;
+        self.0.get(i).map(|e| &e.1)
+    }
+
+    fn contains(&self, token: u64) -> bool {
+        self.get(token).is_some()
+    }
+
+    fn insert(&mut self, token: u64, state: Arc<State>) {
+        match self.0.binary_search_by_key(&token, |e| e.0) {
+            Ok(i) => {
+                if let Some(e) = self.0.get_mut(i) {
+                    e.1 = state;
+                }
+            }
+            Err(i) => self.0.insert(i, (token, state)),
+        }
+    }
+
+    /// Drops every state older than `token`.
+    fn keep_from(&mut self, token: u64) {
+        let older = self.0.partition_point(|e| e.0 < token);
+        self.0.drain(..older);
+    }
+
+    /// Drops the oldest states beyond `cap`.
+    fn trim(&mut self, cap: usize) {
+        let over = self.0.len().saturating_sub(cap);
+        self.0.drain(..over);
+    }
+
+    fn newest(&self) -> Option<&(u64, Arc<State>)> {
+        self.0.last()
+    }
+}
+
 struct Held {
     schema: Arc<ClassSchema>,
-    states: BTreeMap<u64, Arc<State>>,
+    states: States,
     ack: AckWindow,
     next_proposal: u64,
     bound: bool,
@@ -175,22 +218,29 @@ impl NetworkPeerSession {
 
     /// Applies one kind-13 body.
     pub fn handle_bunch(&mut self, body: &[u8]) -> Result<Outcome, SessionError> {
-        let (object_id, result_id, identity) = peek(body).map_err(SessionError::Decode)?;
-        let (schema, base_state) = match identity {
-            Identity::Full(hash, version) => {
+        let BunchHeader {
+            object_id,
+            result_id,
+            base,
+        } = BunchHeader::peek(body).map_err(SessionError::Decode)?;
+        let (schema, base_state) = match base {
+            HeaderBase::Full {
+                schema_hash,
+                layout_version,
+            } => {
                 let schema = self
                     .schemas
-                    .get(&(hash, version))
+                    .get(&(schema_hash, layout_version))
                     .cloned()
                     .ok_or(SessionError::UnknownSchema)?;
                 (schema, None)
             }
-            Identity::Delta(base_id) => {
+            HeaderBase::Delta(base_id) => {
                 let Some(held) = self.objects.get(&object_id) else {
                     return Ok(Outcome::NeedsFull { object_id });
                 };
-                let Some(base) = held.states.get(&base_id) else {
-                    if held.states.contains_key(&result_id) {
+                let Some(base) = held.states.get(base_id) else {
+                    if held.states.contains(result_id) {
                         return Ok(Outcome::Duplicate);
                     }
                     return Ok(Outcome::NeedsFull { object_id });
@@ -199,7 +249,7 @@ impl NetworkPeerSession {
             }
         };
         if let Some(held) = self.objects.get(&object_id)
-            && held.states.contains_key(&result_id)
+            && held.states.contains(result_id)
             && Arc::ptr_eq(&held.schema, &schema)
         {
             self.ack_dirty.insert(object_id);
@@ -243,7 +293,7 @@ impl NetworkPeerSession {
                 object_id,
                 Held {
                     schema,
-                    states: BTreeMap::new(),
+                    states: States::default(),
                     ack: AckWindow::new(),
                     next_proposal: 1,
                     bound: false,
@@ -255,11 +305,9 @@ impl NetworkPeerSession {
             held.states.insert(result_id, Arc::new(state));
             if let Some((base_id, _)) = base_state {
                 // The server never names a base older than one it used.
-                held.states = held.states.split_off(&base_id);
+                held.states.keep_from(base_id);
             }
-            while held.states.len() > cap {
-                held.states.pop_first();
-            }
+            held.states.trim(cap);
             held.ack.ack(result_id);
         }
         self.ack_dirty.insert(object_id);
@@ -313,7 +361,7 @@ impl NetworkPeerSession {
     pub fn state(&self, object_id: u32) -> Option<&State> {
         self.objects
             .get(&object_id)
-            .and_then(|h| h.states.last_key_value())
+            .and_then(|h| h.states.newest())
             .map(|(_, s)| &**s)
     }
 
@@ -321,7 +369,7 @@ impl NetworkPeerSession {
     pub fn latest_result(&self, object_id: u32) -> Option<u64> {
         self.objects
             .get(&object_id)
-            .and_then(|h| h.states.last_key_value())
+            .and_then(|h| h.states.newest())
             .map(|(t, _)| *t)
     }
 
@@ -376,30 +424,4 @@ impl NetworkPeerSession {
             h.bound = false;
         }
     }
-}
-
-enum Identity {
-    Full([u8; SCHEMA_HASH_BYTES], u32),
-    Delta(u64),
-}
-
-fn peek(body: &[u8]) -> Result<(u32, u64, Identity), DecodeError> {
-    let mut r = BitReader::new(body);
-    let object_id = r.read_u32()?;
-    let full = r.read_bool()?;
-    let result_id = read_varint(&mut r)?;
-    if result_id == 0 {
-        return Err(DecodeError::InvalidValue("zero result_id"));
-    }
-    let identity = if full {
-        let hash = r.read_array::<SCHEMA_HASH_BYTES>()?;
-        Identity::Full(hash, r.read_u32()?)
-    } else {
-        let base = read_varint(&mut r)?;
-        if base == 0 {
-            return Err(DecodeError::InvalidValue("zero base_id on a delta"));
-        }
-        Identity::Delta(base)
-    };
-    Ok((object_id, result_id, identity))
 }

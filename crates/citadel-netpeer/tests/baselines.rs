@@ -378,7 +378,7 @@ fn deliver(
 }
 
 #[test]
-fn receivers_with_equal_bases_share_one_bunch_and_different_bases_still_converge() -> TestResult {
+fn receivers_with_equal_bases_share_one_bunch_and_late_acks_reconverge() -> TestResult {
     for shared in [false, true] {
         let mut s = server(AuthorityConfig {
             shared_quantized_state: shared,
@@ -406,7 +406,8 @@ fn receivers_with_equal_bases_share_one_bunch_and_different_bases_still_converge
         let t2 = token_of(bodies[0], &s);
         deliver(&mut s, &mut sessions, &out, &[1, 3])?;
         // Two bases now: conns 1 and 3 share a delta on t2, conn 2 gets its
-        // own cumulative delta on the full, with its own newer token.
+        // own cumulative delta on the full. All three reach the same state,
+        // so they get the same result token.
         s.set(o, TAG, &FieldValue::Bytes(b"two".to_vec()))?;
         let out = tick_out(&mut s, 100);
         let one = out.get(&1).ok_or("conn 1")?;
@@ -418,8 +419,22 @@ fn receivers_with_equal_bases_share_one_bunch_and_different_bases_still_converge
         let lagging = DeltaBunch::decode(&two[0], s.class(SHIP).ok_or("class")?.current())?;
         let fields: Vec<u16> = lagging.values.iter().map(|(f, _)| *f).collect();
         assert_eq!(fields, vec![HEALTH, TAG], "cumulative against its own base");
-        assert!(token_of(&two[0], &s) > t2 && token_of(&one[0], &s) > t2);
-        assert_ne!(token_of(&two[0], &s), token_of(&one[0], &s));
+        assert_ne!(one[0].as_ptr(), two[0].as_ptr(), "a different base");
+        let t3 = token_of(&one[0], &s);
+        assert!(t3 > t2);
+        assert_eq!(token_of(&two[0], &s), t3, "one token per result state");
+        assert_eq!(s.counters().tokens_issued, 3);
+        deliver(&mut s, &mut sessions, &out, &[1, 2, 3])?;
+        for (i, session) in sessions.iter().enumerate() {
+            assert_converged(&s, i as u64 + 1, session);
+        }
+        // Everyone acked t3: one shared bunch again, on the same base.
+        s.set(o, HEALTH, &FieldValue::Int(41))?;
+        let out = tick_out(&mut s, 150);
+        let bodies: Vec<&bytes::Bytes> = out.values().flatten().collect();
+        assert_eq!(bodies.len(), 3);
+        assert!(bodies.iter().all(|b| b.as_ptr() == bodies[0].as_ptr()));
+        assert_eq!(base_of(&s, SHIP, bodies[0]), BunchBase::Delta(t3));
         assert_eq!(s.counters().tokens_issued, 4);
         deliver(&mut s, &mut sessions, &out, &[1, 2, 3])?;
         for (i, session) in sessions.iter().enumerate() {
@@ -503,5 +518,66 @@ fn a_change_reverted_before_its_ack_is_followed_up() -> TestResult {
     assert_eq!(out.len(), 1, "the revert follows the acked delta");
     session.handle_bunch(&out[0])?;
     assert_converged(&s, 1, &session);
+    Ok(())
+}
+
+#[test]
+fn jittered_acks_keep_the_distinct_bunches_per_tick_bounded() -> TestResult {
+    // 12 receivers whose acks each arrive 0 to 3 ticks late, at random. A
+    // token names the result state, so receivers that acked the same
+    // revision share a base: the bunches per tick stay bounded by how many
+    // recent revisions can be someone's base, not by the receiver count.
+    let mut s = server(AuthorityConfig::default());
+    let receivers = 12u64;
+    for c in 1..=receivers {
+        s.connect(c, false, 0);
+    }
+    let o = s.spawn(SHIP, 0, None, false)?;
+    let mut sessions: Vec<NetworkPeerSession> = (0..receivers).map(|_| ship_session(&s)).collect();
+    let mut rng = citadel_testkit::TestRng::new(0x5eed);
+    let mut in_flight: Vec<(u64, u64, Vec<u8>)> = Vec::new();
+    let mut most_bodies = 0;
+    let mut most_tokens = 0;
+    for tick in 0..80u64 {
+        let now = tick * 50;
+        let (arrived, later): (Vec<_>, Vec<_>) =
+            in_flight.drain(..).partition(|(at, _, _)| *at <= tick);
+        in_flight = later;
+        for (_, conn, a) in arrived {
+            s.handle_ack(conn, &a);
+        }
+        s.set(o, HEALTH, &FieldValue::Int(tick as i64 % 90))?;
+        let before = s.counters().tokens_issued;
+        let out = tick_out(&mut s, now);
+        let mut bodies: Vec<*const u8> = out.values().flatten().map(|b| b.as_ptr()).collect();
+        bodies.sort();
+        bodies.dedup();
+        if tick >= 10 {
+            most_bodies = most_bodies.max(bodies.len());
+            most_tokens = most_tokens.max(s.counters().tokens_issued - before);
+        }
+        for (&conn, list) in &out {
+            let session = &mut sessions[(conn - 1) as usize];
+            for b in list {
+                session.handle_bunch(b)?;
+            }
+            while let Some(a) = session.poll_ack() {
+                in_flight.push((tick + 1 + rng.below(4), conn, a));
+            }
+        }
+    }
+    assert!(
+        most_bodies <= 5,
+        "distinct bunches in one tick: {most_bodies}"
+    );
+    assert!(most_tokens <= 2, "tokens minted in one tick: {most_tokens}");
+    for (_, conn, a) in in_flight.drain(..) {
+        s.handle_ack(conn, &a);
+    }
+    let out = tick_out(&mut s, 80 * 50);
+    deliver(&mut s, &mut sessions, &out, &[])?;
+    for (i, session) in sessions.iter().enumerate() {
+        assert_converged(&s, i as u64 + 1, session);
+    }
     Ok(())
 }

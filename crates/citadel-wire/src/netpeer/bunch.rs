@@ -81,6 +81,68 @@ pub fn peek_object_id(body: &[u8]) -> Option<u32> {
     body.first_chunk::<4>().map(|b| u32::from_be_bytes(*b))
 }
 
+/// What a bunch's header names about its base, read without a schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeaderBase {
+    /// A full frame and the schema identity it carries.
+    Full {
+        /// The 128-bit schema digest.
+        schema_hash: [u8; SCHEMA_HASH_BYTES],
+        /// The layout version.
+        layout_version: u32,
+    },
+    /// A delta against `base_id` (non-zero).
+    Delta(u64),
+}
+
+/// The header of a kind-13 body (object id, tokens, identity), everything
+/// before the changed mask. Reading it needs no schema, so a receiver can
+/// pick the schema (or skip the body) before decoding values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BunchHeader {
+    /// The replicated object.
+    pub object_id: u32,
+    /// The result token (non-zero).
+    pub result_id: u64,
+    /// Full with its identity, or delta with its base.
+    pub base: HeaderBase,
+}
+
+impl BunchHeader {
+    /// Reads the header at the start of `body`; zero tokens are refused.
+    pub fn peek(body: &[u8]) -> Result<Self, DecodeError> {
+        Self::read(&mut BitReader::new(body))
+    }
+
+    fn read(r: &mut BitReader<'_>) -> Result<Self, DecodeError> {
+        let object_id = r.read_u32()?;
+        let is_full = r.read_bool()?;
+        let result_id = read_varint(r)?;
+        if result_id == 0 {
+            return Err(DecodeError::InvalidValue("zero result_id"));
+        }
+        let base = if is_full {
+            let schema_hash = r.read_array::<SCHEMA_HASH_BYTES>()?;
+            let layout_version = r.read_u32()?;
+            HeaderBase::Full {
+                schema_hash,
+                layout_version,
+            }
+        } else {
+            let base_id = read_varint(r)?;
+            if base_id == 0 {
+                return Err(DecodeError::InvalidValue("zero base_id on a delta"));
+            }
+            HeaderBase::Delta(base_id)
+        };
+        Ok(BunchHeader {
+            object_id,
+            result_id,
+            base,
+        })
+    }
+}
+
 impl DeltaBunch {
     /// Encodes against `schema`.
     pub fn encode(&self, schema: &ClassSchema) -> Result<Vec<u8>, EncodeError> {
@@ -132,25 +194,22 @@ impl DeltaBunch {
     /// Decodes against `schema`; any failure rejects the whole bunch.
     pub fn decode(body: &[u8], schema: &ClassSchema) -> Result<Self, DecodeError> {
         let mut r = BitReader::new(body);
-        let object_id = r.read_u32()?;
-        let is_full = r.read_bool()?;
-        let result_id = read_varint(&mut r)?;
-        if result_id == 0 {
-            return Err(DecodeError::InvalidValue("zero result_id"));
-        }
-        let base = if is_full {
-            let hash = r.read_array::<SCHEMA_HASH_BYTES>()?;
-            let version = r.read_u32()?;
-            if hash != schema.schema_hash || version != schema.layout_version {
-                return Err(DecodeError::SchemaMismatch);
+        let BunchHeader {
+            object_id,
+            result_id,
+            base,
+        } = BunchHeader::read(&mut r)?;
+        let base = match base {
+            HeaderBase::Full {
+                schema_hash,
+                layout_version,
+            } => {
+                if schema_hash != schema.schema_hash || layout_version != schema.layout_version {
+                    return Err(DecodeError::SchemaMismatch);
+                }
+                BunchBase::Full
             }
-            BunchBase::Full
-        } else {
-            let base_id = read_varint(&mut r)?;
-            if base_id == 0 {
-                return Err(DecodeError::InvalidValue("zero base_id on a delta"));
-            }
-            BunchBase::Delta(base_id)
+            HeaderBase::Delta(base_id) => BunchBase::Delta(base_id),
         };
         if schema.fields.len() > r.remaining_bits() {
             return Err(DecodeError::Truncated);
@@ -236,6 +295,44 @@ mod tests {
             DeltaBunch::decode(&bytes, &example_schema([0xEE; 16])?),
             Err(DecodeError::SchemaMismatch)
         );
+        Ok(())
+    }
+
+    #[test]
+    fn the_header_reads_without_a_schema_and_refuses_zero_tokens() -> TestResult {
+        let hash: [u8; 16] = std::array::from_fn(|i| i as u8);
+        let schema = example_schema(hash)?;
+        let full = DeltaBunch {
+            object_id: 9,
+            result_id: 300,
+            base: BunchBase::Full,
+            values: vec![(1, FieldValue::Int(5))],
+        }
+        .encode(&schema)?;
+        let header = BunchHeader::peek(&full)?;
+        assert_eq!((header.object_id, header.result_id), (9, 300));
+        assert_eq!(
+            header.base,
+            HeaderBase::Full {
+                schema_hash: hash,
+                layout_version: 1
+            }
+        );
+        let delta = DeltaBunch {
+            object_id: 9,
+            result_id: 301,
+            base: BunchBase::Delta(300),
+            values: vec![],
+        }
+        .encode(&schema)?;
+        assert_eq!(BunchHeader::peek(&delta)?.base, HeaderBase::Delta(300));
+        // Every truncation of the header is an error, never a panic.
+        for cut in 0..7 {
+            assert!(BunchHeader::peek(&delta[..cut.min(delta.len())]).is_err());
+        }
+        // Zero tokens: object 1, delta bit, result 0 / result 1 with base 0.
+        assert!(BunchHeader::peek(&[0, 0, 0, 1, 0x00, 0x00]).is_err());
+        assert!(BunchHeader::peek(&[0, 0, 0, 1, 0x00, 0x80, 0x00]).is_err());
         Ok(())
     }
 }

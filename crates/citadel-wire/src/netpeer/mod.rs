@@ -11,7 +11,7 @@ mod bunch;
 mod field;
 mod tables;
 
-pub use bunch::{BunchBase, ClassSchema, DeltaBunch, peek_object_id};
+pub use bunch::{BunchBase, BunchHeader, ClassSchema, DeltaBunch, HeaderBase, peek_object_id};
 pub use field::{
     ALLOCATION_BUDGET, CollectionDelta, CollectionItem, FieldCodec, FieldValue,
     MAX_BYTES_FIELD_LEN, MAX_COLLECTION_OPS, RepId,
