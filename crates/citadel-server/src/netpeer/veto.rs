@@ -13,11 +13,16 @@
 //! ([`citadel_netpeer::Authority::commit_proposal`], which re-checks the
 //! state and drops a proposal that went stale meanwhile).
 //!
+//! A verdict allows, vetoes, or refuses some fields ([`Verdict::Refuse`]):
+//! the core applies the rest and sends the owner the same correction full
+//! bunch as for a whole veto (`outcome="partial"`).
+//!
 //! Trust default: fail closed. A handler that raises, runs out of memory,
-//! misses the deadline, a full script queue, a stopped runtime, all veto
-//! the whole proposal (the owner gets a correction full bunch), each
-//! counted in `citadel_netpeer_veto_total{outcome=…}`. A proposal over the
-//! in-flight bound is dropped unvalidated (`outcome="in_flight_full"`).
+//! returns a malformed answer, misses the deadline, a full script queue, a
+//! stopped runtime, all veto the whole proposal (the owner gets a
+//! correction full bunch), each counted in
+//! `citadel_netpeer_veto_total{outcome=…}`. A proposal over the in-flight
+//! bound is dropped unvalidated (`outcome="in_flight_full"`).
 //!
 //! What it is not: the Lua side (`runtime::netpeer_veto` implements
 //! [`VetoCaller`]) or a rule of its own (the core decides everything but
@@ -59,16 +64,60 @@ pub struct VetoRequest {
 }
 
 /// The script's answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     /// `true` or nil: apply.
     Allow,
     /// `false`: veto every proposed field.
     Veto,
-    /// The handler raised, returned another type or ran out of memory.
+    /// `{ veto = { names } }`: refuse these fields, apply the rest. The
+    /// positions are indices into [`VetoRequest::fields`]; one out of
+    /// range vetoes everything (counted as [`VetoOutcome::Error`]).
+    Refuse(Vec<usize>),
+    /// The handler raised, returned another shape or ran out of memory.
     Error,
     /// The deadline passed (in the queue or in the handler).
     Timeout,
+    /// No script could answer: the queue was full or the runtime stopped
+    /// (the driver's own verdict; a [`VetoCaller`] never sends it).
+    Unavailable,
+}
+
+impl Verdict {
+    /// How the verdict is counted and the field ids it vetoes, out of
+    /// `proposed` (the proposal's field ids, in [`VetoRequest::fields`]
+    /// order). A refusal of every proposed field counts as `Vetoed`, of
+    /// none as `Allowed`.
+    pub fn refusal(self, proposed: &[u16]) -> (VetoOutcome, Vec<u16>) {
+        let all = (VetoOutcome::Error, proposed.to_vec());
+        let positions = match self {
+            Verdict::Allow => return (VetoOutcome::Allowed, Vec::new()),
+            Verdict::Veto => return (VetoOutcome::Vetoed, proposed.to_vec()),
+            Verdict::Error => return all,
+            Verdict::Timeout => return (VetoOutcome::Timeout, proposed.to_vec()),
+            Verdict::Unavailable => return (VetoOutcome::Unavailable, proposed.to_vec()),
+            Verdict::Refuse(positions) => positions,
+        };
+        let mut refused = vec![false; proposed.len()];
+        for at in positions {
+            match refused.get_mut(at) {
+                Some(slot) => *slot = true,
+                None => return all,
+            }
+        }
+        let vetoed: Vec<u16> = proposed
+            .iter()
+            .zip(&refused)
+            .filter(|(_, r)| **r)
+            .map(|(f, _)| *f)
+            .collect();
+        let outcome = match vetoed.len() {
+            0 => VetoOutcome::Allowed,
+            n if n == proposed.len() => VetoOutcome::Vetoed,
+            _ => VetoOutcome::Partial,
+        };
+        (outcome, vetoed)
+    }
 }
 
 /// Where verdicts come from (the script runtime).
@@ -85,6 +134,8 @@ pub enum VetoOutcome {
     Allowed = 0,
     /// The script vetoed it.
     Vetoed,
+    /// The script refused some of its fields: the rest applied.
+    Partial,
     /// The handler failed: vetoed (fail closed).
     Error,
     /// No verdict before `veto_budget_ms`: vetoed (fail closed).
@@ -97,9 +148,10 @@ pub enum VetoOutcome {
 
 impl VetoOutcome {
     /// Every outcome, in counter order.
-    pub const ALL: [VetoOutcome; 6] = [
+    pub const ALL: [VetoOutcome; 7] = [
         VetoOutcome::Allowed,
         VetoOutcome::Vetoed,
+        VetoOutcome::Partial,
         VetoOutcome::Error,
         VetoOutcome::Timeout,
         VetoOutcome::Unavailable,
@@ -111,6 +163,7 @@ impl VetoOutcome {
         match self {
             VetoOutcome::Allowed => "allowed",
             VetoOutcome::Vetoed => "vetoed",
+            VetoOutcome::Partial => "partial",
             VetoOutcome::Error => "error",
             VetoOutcome::Timeout => "timeout",
             VetoOutcome::Unavailable => "unavailable",
@@ -280,13 +333,10 @@ impl NetPeerNode {
             // The handler went away while this waited: today's path.
             None => Vec::new(),
             Some(caller) => {
-                let outcome = self.verdict(caller, &pending, names, job.user_id).await;
+                let verdict = self.verdict(caller, &pending, names, job.user_id).await;
+                let (outcome, vetoed) = verdict.refusal(&pending.field_ids());
                 self.count_veto(outcome);
-                if outcome == VetoOutcome::Allowed {
-                    Vec::new()
-                } else {
-                    pending.field_ids()
-                }
+                vetoed
             }
         };
         let _ = self.drive(|d, now| {
@@ -306,7 +356,7 @@ impl NetPeerNode {
         // One per proposed field, in proposal order.
         names: Vec<String>,
         user_id: Option<String>,
-    ) -> VetoOutcome {
+    ) -> Verdict {
         let p = pending.proposal();
         let deadline = Instant::now() + self.lua_veto.budget;
         let request = VetoRequest {
@@ -322,14 +372,12 @@ impl NetPeerNode {
             deadline,
         };
         let Some(rx) = caller.submit(request) else {
-            return VetoOutcome::Unavailable;
+            return Verdict::Unavailable;
         };
         match tokio::time::timeout_at(deadline.into(), rx).await {
-            Ok(Ok(Verdict::Allow)) => VetoOutcome::Allowed,
-            Ok(Ok(Verdict::Veto)) => VetoOutcome::Vetoed,
-            Ok(Ok(Verdict::Error)) => VetoOutcome::Error,
-            Ok(Ok(Verdict::Timeout)) | Err(_) => VetoOutcome::Timeout,
-            Ok(Err(_)) => VetoOutcome::Unavailable,
+            Ok(Ok(verdict)) => verdict,
+            Err(_) => Verdict::Timeout,
+            Ok(Err(_)) => Verdict::Unavailable,
         }
     }
 }

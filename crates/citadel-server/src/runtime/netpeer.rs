@@ -343,6 +343,26 @@ pub(super) fn lua_of_plain(lua: &Lua, v: &FieldValue) -> mlua::Result<LuaValue> 
     })
 }
 
+/// The first of `names` that class `class_id` has no field for (`None`
+/// when it has them all; nothing to look up takes no lock).
+pub(super) fn first_unknown_field<'a>(
+    lua: &Lua,
+    class_id: u32,
+    names: &[&'a str],
+) -> mlua::Result<Option<&'a str>> {
+    if names.is_empty() {
+        return Ok(None);
+    }
+    let node = host(lua)?;
+    Ok(node.inspect(|core| {
+        let known: std::collections::HashSet<&str> = core
+            .class(class_id)
+            .map(|c| c.fields().iter().map(|f| f.name.as_str()).collect())
+            .unwrap_or_default();
+        names.iter().copied().find(|n| !known.contains(n))
+    }))
+}
+
 /// `(name, codec)` of each field of an object's class, in id order.
 fn fields_of(node: &NetPeerNode, object_id: u32) -> mlua::Result<Vec<(String, FieldCodec)>> {
     node.inspect(|core| {

@@ -10,17 +10,23 @@
 //! as its budget. `ctx` has `sender`, `user_id` (nil for guests),
 //! `object_id`, `class_id` and `class` (the `name` given at registration,
 //! if any); `proposal` maps each changed field name to its proposed value
-//! in Lua types. `true` or nil allows, `false` vetoes; any other value, an
-//! error or the deadline vetoes too (fail closed, decided in the driver).
+//! in Lua types. `true` or nil allows, `false` vetoes, and
+//! `{ veto = { "ammo", ... } }` refuses the named fields and lets the rest
+//! apply ([`Verdict::Refuse`]; names the class has but the proposal does
+//! not change are ignored, an empty list allows). Any other value, a
+//! malformed table, a name the class does not have, an error or the
+//! deadline vetoes everything (fail closed, decided in the driver).
 //!
 //! What it is not: the wait or the apply (`crate::netpeer` validates,
 //! awaits and commits with no lock held while Lua runs). Call order:
 //! [`install`] once per VM (from `netpeer::install`); [`attach`] with the
 //! node on every VM and reload; [`connect`] once when the worker starts.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
+use citadel_netpeer::class::MAX_CLASS_FIELDS;
 use mlua::{Function, Lua, Table, Value as LuaValue};
 use tokio::sync::oneshot;
 
@@ -90,27 +96,107 @@ impl VetoCaller for ScriptVeto {
 }
 
 /// The verdict of a finished invocation.
-pub(super) fn verdict_of(result: Result<bool, Failure>) -> Verdict {
+pub(super) fn verdict_of(result: Result<Verdict, Failure>) -> Verdict {
     match result {
-        Ok(true) => Verdict::Allow,
-        Ok(false) => Verdict::Veto,
+        Ok(verdict) => verdict,
         Err(Failure::Timeout) => Verdict::Timeout,
         Err(Failure::Error(_) | Failure::OutOfMemory) => Verdict::Error,
     }
 }
 
+const SHAPE: &str =
+    "netpeer_on_proposal must return true, false, nil or { veto = { field names } }";
+
+fn shape() -> mlua::Error {
+    mlua::Error::runtime(SHAPE)
+}
+
+/// The handler's return value as a verdict; an error for anything else.
+fn verdict_of_return(lua: &Lua, request: &VetoRequest, value: LuaValue) -> mlua::Result<Verdict> {
+    match value {
+        LuaValue::Nil | LuaValue::Boolean(true) => Ok(Verdict::Allow),
+        LuaValue::Boolean(false) => Ok(Verdict::Veto),
+        LuaValue::Table(t) => refusal_of(lua, request, &t),
+        _ => Err(shape()),
+    }
+}
+
+/// `{ veto = { name, ... } }` (raw reads: no metamethod runs) as the
+/// positions of the named fields in the request. A name the proposal does
+/// not change but the class has is ignored; one the class lacks is an
+/// error.
+fn refusal_of(lua: &Lua, request: &VetoRequest, reply: &Table) -> mlua::Result<Verdict> {
+    let mut list = None;
+    for pair in reply.pairs::<LuaValue, LuaValue>() {
+        match pair? {
+            (LuaValue::String(k), LuaValue::Table(v)) if k.as_bytes() == b"veto" => list = Some(v),
+            _ => return Err(shape()),
+        }
+    }
+    let names = names_of(&list.ok_or_else(shape)?)?;
+    if names.is_empty() {
+        return Ok(Verdict::Allow);
+    }
+    let proposed: HashMap<&str, usize> = request
+        .fields
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| (name.as_str(), i))
+        .collect();
+    let mut positions = Vec::new();
+    let mut elsewhere = Vec::new();
+    for name in &names {
+        match proposed.get(name.as_str()) {
+            Some(&at) => positions.push(at),
+            None => elsewhere.push(name.as_str()),
+        }
+    }
+    if let Some(name) = super::netpeer::first_unknown_field(lua, request.class_id, &elsewhere)? {
+        return Err(mlua::Error::runtime(format!(
+            "netpeer_on_proposal: veto names unknown field `{name}`"
+        )));
+    }
+    if positions.is_empty() {
+        return Ok(Verdict::Allow);
+    }
+    Ok(Verdict::Refuse(positions))
+}
+
+/// A plain list of strings (keys exactly `1..=n`), at most one name per
+/// possible class field.
+fn names_of(list: &Table) -> mlua::Result<Vec<String>> {
+    let len = list.raw_len();
+    if len > MAX_CLASS_FIELDS {
+        return Err(mlua::Error::runtime(format!(
+            "netpeer_on_proposal: a veto list holds at most {MAX_CLASS_FIELDS} names"
+        )));
+    }
+    let mut names = Vec::with_capacity(len);
+    for i in 1..=len {
+        match list.raw_get::<LuaValue>(i)? {
+            LuaValue::String(s) => names.push(s.to_str().map_err(|_| shape())?.to_owned()),
+            _ => return Err(shape()),
+        }
+    }
+    // Any key besides 1..=len (a hole-free sequence has exactly len).
+    if list.pairs::<LuaValue, LuaValue>().nth(len).is_some() {
+        return Err(shape());
+    }
+    Ok(names)
+}
+
 impl Vm {
-    /// `netpeer_on_proposal`: `fn(ctx, proposal) -> true | false | nil`.
-    /// `None` when the deadline passed before the call started (the
-    /// driver has stopped waiting); no handler allows.
-    pub fn netpeer_veto(&self, request: &VetoRequest) -> Option<Outcome<bool>> {
+    /// `netpeer_on_proposal`: `fn(ctx, proposal) -> true | false | nil |
+    /// { veto = { names } }`. `None` when the deadline passed before the
+    /// call started (the driver has stopped waiting); no handler allows.
+    pub fn netpeer_veto(&self, request: &VetoRequest) -> Option<Outcome<Verdict>> {
         let budget = request.deadline.checked_duration_since(Instant::now())?;
         if budget.is_zero() {
             return None;
         }
         Some(self.invoke(budget, |lua| {
             let Some(f) = lua.named_registry_value::<Option<Function>>(HANDLER)? else {
-                return Ok(true);
+                return Ok(Verdict::Allow);
             };
             let ctx = lua.create_table()?;
             ctx.set("sender", request.participant_id)?;
@@ -127,13 +213,11 @@ impl Vm {
             for (name, value) in &request.fields {
                 proposal.set(name.as_str(), lua_of_plain(lua, value)?)?;
             }
-            match f.call::<LuaValue>((ctx, proposal))? {
-                LuaValue::Nil | LuaValue::Boolean(true) => Ok(true),
-                LuaValue::Boolean(false) => Ok(false),
-                _ => Err(mlua::Error::runtime(
-                    "netpeer_on_proposal must return true, false or nil",
-                )),
-            }
+            let value = f.call::<LuaValue>((ctx, proposal))?;
+            verdict_of_return(lua, request, value)
         }))
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,8 +1,10 @@
 //! The Lua side of NetworkPeer over real sockets: the
 //! `citadel.netpeer_on_proposal` veto hook (a refused ammo increase leaves
 //! the server unchanged and corrects the owner; an allowed proposal applies
-//! and is rebroadcast; a handler that raises, returns garbage or spins past
-//! `veto_budget_ms` vetoes, fail closed, each counted), and a class with a
+//! and is rebroadcast; `{ veto = { "ammo" } }` refuses ammo, applies and
+//! rebroadcasts the rest and corrects the owner; a handler that raises,
+//! returns garbage or a malformed veto list, or spins past `veto_budget_ms`
+//! vetoes everything, fail closed, each counted), and a class with a
 //! collection registered from Lua (its hash equals the Rust class's, and
 //! keyed item writes from Lua converge in a client session).
 
@@ -29,6 +31,11 @@ citadel.netpeer_on_proposal(function(ctx, p)
   if MODE == "error" then error("veto bug") end
   if MODE == "number" then return 42 end
   if MODE == "spin" then while true do end end
+  if MODE == "partial" then return { veto = { "ammo" } } end
+  if MODE == "hp" then return { veto = { "hp" } } end
+  if MODE == "unknown" then return { veto = { "ammo", "helth" } } end
+  if MODE == "list" then return { veto = "ammo" } end
+  if MODE == "other" then return { "ammo" } end
   -- Refuse ammo increases (the handler reads the object through the driver).
   if p.ammo ~= nil and p.ammo > citadel.netpeer_get(ctx.object_id).fields.ammo then
     return false
@@ -169,6 +176,47 @@ pub(super) async fn lua_veto_refuses_ammo_increases(t: Transport) {
     }
 }
 
+pub(super) async fn lua_veto_refuses_one_field_and_applies_the_rest(t: Transport) {
+    let mut w = veto_world(t).await;
+    let o = w.object;
+    assert_eq!(rpc(&mut w.a, "veto", "partial").await, "ok");
+    let corrections = w.node.shared().metrics.netpeer.event("full_correction");
+    let body =
+        w.sa.propose(o, &[(1, FieldValue::Scalar(2.5)), (2, FieldValue::Int(9))])
+            .expect("encodes");
+    send(&mut w.a, KIND_REP_DELTA, body).await;
+    // The owner is corrected: its session holds the server's ammo and the
+    // applied speed.
+    correction(&mut w.a, &mut w.sa).await;
+    assert_eq!(int(&w.sa, o, 2), Some(0), "the correction restored ammo");
+    assert_eq!(scalar(&w.sa, o, 1), Some(2.5));
+    // The peer gets speed, not ammo; the server holds the same.
+    pump(&mut w.b, &mut w.sb, |s| scalar(s, o, 1) == Some(2.5)).await;
+    assert_eq!(int(&w.sb, o, 2), Some(0));
+    assert!(get(&mut w).await.starts_with("50,2.50,0,"));
+    let m = &w.node.shared().metrics.netpeer;
+    assert_eq!(m.event("full_correction"), corrections + 1);
+    assert_eq!(veto(&w.node, VetoOutcome::Partial), 1);
+    assert_eq!(veto(&w.node, VetoOutcome::Error), 0);
+    let (_, text) = common::http_get(&w.node, "/metrics").await;
+    assert!(
+        text.contains("citadel_netpeer_veto_total{outcome=\"partial\"} 1"),
+        "{text}"
+    );
+    // Naming a field the proposal does not change refuses nothing.
+    assert_eq!(rpc(&mut w.a, "veto", "hp").await, "ok");
+    let body =
+        w.sa.propose(o, &[(1, FieldValue::Scalar(3.5))])
+            .expect("encodes");
+    send(&mut w.a, KIND_REP_DELTA, body).await;
+    pump(&mut w.b, &mut w.sb, |s| scalar(s, o, 1) == Some(3.5)).await;
+    assert_eq!(veto(&w.node, VetoOutcome::Allowed), 1);
+    assert_eq!(
+        w.node.shared().metrics.netpeer.event("full_correction"),
+        corrections + 1
+    );
+}
+
 pub(super) async fn lua_veto_failures_fail_closed(t: Transport) {
     let mut w = veto_world(t).await;
     let o = w.object;
@@ -177,14 +225,23 @@ pub(super) async fn lua_veto_failures_fail_closed(t: Transport) {
     for (mode, outcome, speed) in [
         ("error", VetoOutcome::Error, 1.0),
         ("number", VetoOutcome::Error, 2.0),
+        ("unknown", VetoOutcome::Error, 2.5),
+        ("list", VetoOutcome::Error, 3.5),
+        ("other", VetoOutcome::Error, 4.5),
         ("spin", VetoOutcome::Timeout, 3.0),
     ] {
         assert_eq!(rpc(&mut w.a, "veto", mode).await, "ok");
         let before = veto(&w.node, outcome);
-        vetoed(&mut w, &[(1, FieldValue::Scalar(speed))]).await;
+        // Two fields: a failure refuses both, not just the one it names.
+        vetoed(
+            &mut w,
+            &[(1, FieldValue::Scalar(speed)), (2, FieldValue::Int(0))],
+        )
+        .await;
         assert_eq!(veto(&w.node, outcome), before + 1, "{mode}");
     }
-    assert_eq!(veto(&w.node, VetoOutcome::Error), 2);
+    assert_eq!(veto(&w.node, VetoOutcome::Error), 5);
+    assert_eq!(veto(&w.node, VetoOutcome::Partial), 0);
     let m = &w.node.shared().metrics;
     common::eventually("the spin timed out in the VM", || {
         m.runtime_events(citadel_server::metrics::RuntimeEvent::Timeouts) > timeouts
@@ -317,6 +374,7 @@ pub(super) async fn lua_collection_hashes_like_rust_and_converges(t: Transport) 
 
 crate::both_transports!(
     lua_veto_refuses_ammo_increases,
+    lua_veto_refuses_one_field_and_applies_the_rest,
     lua_veto_failures_fail_closed,
     lua_collection_hashes_like_rust_and_converges,
 );

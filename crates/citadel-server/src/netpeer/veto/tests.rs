@@ -1,7 +1,8 @@
 //! The veto path with a scripted [`VetoCaller`] the test answers by hand:
 //! the synchronous path without a handler, per-connection order, the
-//! in-flight bound, each fail-closed outcome, and a commit made stale by a
-//! change while the verdict was pending.
+//! in-flight bound, each fail-closed outcome, a partial refusal (the rest
+//! applies, the owner is corrected), and a commit made stale by a change
+//! while the verdict was pending.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,6 +21,7 @@ use crate::router::{Fanout, Lane, Recipient, Router};
 
 const OWNER: u64 = 1;
 const AMMO: u16 = 0;
+const FUEL: u16 = 1;
 
 /// Counts frames per participant.
 #[derive(Debug, Default)]
@@ -111,6 +113,7 @@ fn rig(tweak: impl FnOnce(&mut NetworkPeerConfig)) -> Rig {
         layout_version: 1,
         fields: vec![
             FieldSpec::new("ammo", FieldCodec::IntRange { min: 0, max: 100 }).client_owned(),
+            FieldSpec::new("fuel", FieldCodec::IntRange { min: 0, max: 100 }).client_owned(),
         ],
         evolution: Default::default(),
         position_field: None,
@@ -140,6 +143,11 @@ fn judged_rig(tweak: impl FnOnce(&mut NetworkPeerConfig)) -> (Rig, Arc<Held>) {
 impl Rig {
     /// A full proposal of `ammo` (full bunches need no earlier binding).
     fn propose(&mut self, ammo: i64) {
+        self.propose_values(vec![(AMMO, FieldValue::Int(ammo))]);
+    }
+
+    /// A full proposal of `values`.
+    fn propose_values(&mut self, values: Vec<(u16, FieldValue)>) {
         let result_id = self.next_result;
         self.next_result += 1;
         let body = self.node.inspect(|core| {
@@ -148,7 +156,7 @@ impl Rig {
                 object_id: self.object,
                 result_id,
                 base: BunchBase::Full,
-                values: vec![(AMMO, FieldValue::Int(ammo))],
+                values,
             }
             .encode(&schema.unwrap_or_else(|| panic!("class")))
             .unwrap_or_default()
@@ -158,7 +166,16 @@ impl Rig {
     }
 
     fn ammo(&self) -> Option<i64> {
-        match self.node.object(self.object)?.values.first()? {
+        self.int(AMMO)
+    }
+
+    fn int(&self, field: u16) -> Option<i64> {
+        match self
+            .node
+            .object(self.object)?
+            .values
+            .get(usize::from(field))?
+        {
             Value::Plain(FieldValue::Int(v)) => Some(*v),
             _ => None,
         }
@@ -283,4 +300,88 @@ async fn failures_veto_and_a_state_change_makes_the_commit_stale() {
     r.settle("unavailable", |r| r.veto(VetoOutcome::Unavailable) == 1)
         .await;
     assert_eq!(r.ammo(), Some(0));
+}
+
+#[test]
+fn a_verdict_resolves_to_an_outcome_and_the_vetoed_ids() {
+    let proposed = [2, 5, 9];
+    let cases = [
+        (Verdict::Allow, VetoOutcome::Allowed, vec![]),
+        (Verdict::Veto, VetoOutcome::Vetoed, vec![2, 5, 9]),
+        (Verdict::Refuse(vec![]), VetoOutcome::Allowed, vec![]),
+        (Verdict::Refuse(vec![1]), VetoOutcome::Partial, vec![5]),
+        // In proposal order, each once.
+        (
+            Verdict::Refuse(vec![2, 0, 2]),
+            VetoOutcome::Partial,
+            vec![2, 9],
+        ),
+        (
+            Verdict::Refuse(vec![0, 1, 2]),
+            VetoOutcome::Vetoed,
+            vec![2, 5, 9],
+        ),
+        // A position past the proposal fails closed.
+        (
+            Verdict::Refuse(vec![0, 3]),
+            VetoOutcome::Error,
+            vec![2, 5, 9],
+        ),
+        (Verdict::Error, VetoOutcome::Error, vec![2, 5, 9]),
+        (Verdict::Timeout, VetoOutcome::Timeout, vec![2, 5, 9]),
+        (
+            Verdict::Unavailable,
+            VetoOutcome::Unavailable,
+            vec![2, 5, 9],
+        ),
+    ];
+    for (verdict, outcome, vetoed) in cases {
+        let what = format!("{verdict:?}");
+        assert_eq!(verdict.refusal(&proposed), (outcome, vetoed), "{what}");
+    }
+}
+
+#[tokio::test]
+async fn a_partial_refusal_applies_the_rest_and_corrects_the_owner() {
+    let (mut r, held) = judged_rig(|_| {});
+    r.propose_values(vec![
+        (AMMO, FieldValue::Int(30)),
+        (FUEL, FieldValue::Int(40)),
+    ]);
+    let frames = r.frames();
+    // Refuse fuel (position 1 of the request).
+    let request = held.answer(Verdict::Refuse(vec![1])).await;
+    assert_eq!(
+        request.fields,
+        vec![
+            ("ammo".to_owned(), FieldValue::Int(30)),
+            ("fuel".to_owned(), FieldValue::Int(40)),
+        ]
+    );
+    r.settle("partly applied", |r| r.ammo() == Some(30)).await;
+    assert_eq!(r.int(FUEL), Some(0), "the refused field is unchanged");
+    assert_eq!(r.veto(VetoOutcome::Partial), 1);
+    assert_eq!(r.metrics.netpeer.event("full_correction"), 1);
+    assert_eq!(r.metrics.netpeer.event("proposals_applied"), 1);
+    r.settle("correction sent", |r| r.frames() > frames).await;
+    // A position past the proposal vetoes everything, counted as an error.
+    r.propose_values(vec![
+        (AMMO, FieldValue::Int(31)),
+        (FUEL, FieldValue::Int(41)),
+    ]);
+    held.answer(Verdict::Refuse(vec![0, 2])).await;
+    r.settle("error counted", |r| r.veto(VetoOutcome::Error) == 1)
+        .await;
+    r.settle("corrected again", |r| {
+        r.metrics.netpeer.event("full_correction") == 2
+    })
+    .await;
+    assert_eq!((r.ammo(), r.int(FUEL)), (Some(30), Some(0)));
+    // Refusing every proposed field is a whole veto.
+    r.propose_values(vec![(FUEL, FieldValue::Int(42))]);
+    held.answer(Verdict::Refuse(vec![0])).await;
+    r.settle("vetoed", |r| r.veto(VetoOutcome::Vetoed) == 1)
+        .await;
+    assert_eq!(r.int(FUEL), Some(0));
+    assert_eq!(r.veto(VetoOutcome::Partial), 1);
 }
