@@ -944,28 +944,32 @@ impl Authority {
         let viewer = conn.viewer;
         let fulls_left = &mut conn.fulls_left;
         let mut visit = |pos: usize, id: u32, pair: &mut Pair| {
+            // Most pairs have nothing to send: decide that from the pair
+            // and the object's revision alone (the acked snapshot and the
+            // class are read only when something may go).
             let Some(obj) = objects.get_mut(&id) else {
-                return;
-            };
-            let Some(class) = classes.get(&obj.class) else {
                 return;
             };
             let timed_out = pair
                 .pending
                 .first()
                 .is_some_and(|p| now_ms >= p.sent_ms.saturating_add(config.ack_timeout_ms));
-            let in_sync = pair
-                .acked
-                .as_ref()
-                .is_some_and(|(_, s)| s.rev == obj.cur.rev);
-            let cause = if timed_out && in_sync {
-                pair.pending.clear();
-                return;
-            } else if timed_out {
+            let cause = if timed_out {
+                let in_sync = pair
+                    .acked
+                    .as_ref()
+                    .is_some_and(|(_, s)| s.rev == obj.cur.rev);
+                if in_sync {
+                    pair.pending.clear();
+                    return;
+                }
                 Cause::Timeout
-            } else if obj.cur.rev > pair.last_sent_rev {
+            } else if obj.cur.rev > pair.last_sent_rev && !awaiting_first_ack(pair) {
                 Cause::Normal
             } else {
+                return;
+            };
+            let Some(class) = classes.get(&obj.class) else {
                 return;
             };
             if needs_full(config, pair, cause) {
@@ -1039,6 +1043,14 @@ impl Authority {
 
 /// Whether sending `pair` now for `cause` is a full bunch (known before
 /// planning; a collection-cap full is only known after).
+/// A pair whose full bunch is still in flight (no acked base yet) waits for
+/// its ack (then a delta carries what changed meanwhile) or its ack
+/// timeout (then a new full): another full per change while the first is
+/// outstanding would only multiply fulls whenever acks are slow.
+fn awaiting_first_ack(pair: &Pair) -> bool {
+    pair.acked.is_none() && !pair.pending.is_empty()
+}
+
 pub(crate) fn needs_full(config: &AuthorityConfig, pair: &Pair, cause: Cause) -> bool {
     cause != Cause::Normal || pair.acked.is_none() || pair.pending.len() >= config.pending_cap
 }

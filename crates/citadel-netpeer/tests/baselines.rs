@@ -63,23 +63,30 @@ fn full_first_then_deltas_against_the_acked_state() -> TestResult {
     let t1 = token_of(&out[0], &s);
     s.tick(50);
     assert!(drain(&mut s).is_empty(), "nothing changed, nothing sent");
-    // Unacked: the next change is still a full bunch.
+    // Unacked: the change waits for the full's ack (no second full).
     s.set(o, HEALTH, &FieldValue::Int(5))?;
     s.tick(100);
-    let out = drain(&mut s);
-    assert_eq!(base_of(&s, SHIP, &out[0]), BunchBase::Full);
-    let t2 = token_of(&out[0], &s);
-    assert!(t2 > t1);
-    // Acking t1 makes t1 the base; a later ack of t2 advances, t1 again does not regress.
+    assert!(
+        drain(&mut s).is_empty(),
+        "the first full is still in flight"
+    );
+    // Acking t1 makes t1 the base: the waiting change goes as a delta.
     assert_eq!(s.handle_ack(1, &ack(o, t1)), 1);
-    s.set(o, HEALTH, &FieldValue::Int(6))?;
     s.tick(150);
     let out = drain(&mut s);
     assert_eq!(base_of(&s, SHIP, &out[0]), BunchBase::Delta(t1));
+    let t2 = token_of(&out[0], &s);
+    assert!(t2 > t1);
+    // t2 unacked: the next delta is cumulative against t1, only health.
+    s.set(o, HEALTH, &FieldValue::Int(6))?;
+    s.tick(200);
+    let out = drain(&mut s);
+    assert_eq!(base_of(&s, SHIP, &out[0]), BunchBase::Delta(t1));
     let t3 = token_of(&out[0], &s);
-    // A cumulative delta: health differs from t1's state, only health.
+    assert!(t3 > t2);
     let d = DeltaBunch::decode(&out[0], s.class(SHIP).expect("class").current())?;
     assert_eq!(d.values, vec![(HEALTH, FieldValue::Int(6))]);
+    // A later ack of t3 advances; t1 again does not regress.
     assert_eq!(s.handle_ack(1, &ack(o, t3)), 1);
     assert_eq!(s.handle_ack(1, &ack(o, t1)), 0, "older token ignored");
     assert_eq!(s.handle_ack(1, &ack(o, t3)), 0, "same token is not newer");
@@ -87,7 +94,7 @@ fn full_first_then_deltas_against_the_acked_state() -> TestResult {
     assert_eq!(s.handle_ack(1, &ack(o + 1, t3)), 0, "unknown pair");
     assert_eq!(s.handle_ack(1, &[0xff]), 0, "malformed");
     s.set(o, HEALTH, &FieldValue::Int(7))?;
-    s.tick(200);
+    s.tick(250);
     let out = drain(&mut s);
     assert_eq!(base_of(&s, SHIP, &out[0]), BunchBase::Delta(t3));
     let k = s.counters();

@@ -493,13 +493,19 @@ fn rebroadcast_reaches_relevant_peers_within_the_byte_budget() -> TestResult {
         s.connect(c, false, 0);
     }
     let obj = s.spawn(SHIP, 0, Some(OWNER), false)?;
-    let mut session = ship_session(&s);
+    let mut sessions: Vec<_> = (1..=5).map(|_| ship_session(&s)).collect();
     s.tick(0);
+    // Every receiver applies and acks its full, so the change goes as
+    // deltas (a pair whose full is unacked waits for that ack).
     while let Some(out) = s.poll_output() {
-        if out.conn == OWNER {
-            session.handle_bunch(&out.body)?;
+        sessions[(out.conn - 1) as usize].handle_bunch(&out.body)?;
+    }
+    for (i, session) in sessions.iter_mut().enumerate() {
+        while let Some(a) = session.poll_ack() {
+            s.handle_ack(i as u64 + 1, &a);
         }
     }
+    let session = &mut sessions[(OWNER - 1) as usize];
     let body = session.propose(obj, &[pos(4.0)])?;
     let r = s
         .handle_proposal(OWNER, &body, 0, &mut NoVeto)

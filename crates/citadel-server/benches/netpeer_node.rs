@@ -182,6 +182,10 @@ async fn node(clients: u64, quic: bool, queue: Option<usize>) -> RunningNode {
         config.transport.websocket.lanes.outbound_queue_capacity = cap;
         config.transport.quic.lanes.outbound_queue_capacity = cap;
     }
+    // CITADEL_NP_ACK_TIMEOUT (ms): a diagnosis knob like CITADEL_NP_QUEUE.
+    if let Ok(ms) = std::env::var("CITADEL_NP_ACK_TIMEOUT") {
+        config.transport.network_peer.ack_timeout_ms = ms.parse().expect("CITADEL_NP_ACK_TIMEOUT");
+    }
     config.transport.limits.max_connections = (clients as usize + 16).max(64);
     NodeBuilder::new(config).start().await.expect("node starts")
 }
@@ -596,6 +600,8 @@ fn main() {
         process_ticks(),
     );
     let counters1 = np.inspect(|a| a.counters().clone());
+    // Every close reason the server counted, for the report.
+    let server_closes = node.shared().metrics.closes_json().to_string();
     let slow_closes = node
         .shared()
         .metrics
@@ -650,7 +656,7 @@ fn main() {
         ))
     );
     println!(
-        "bootstrap: {ready_clients}/{clients} clients held every object after {:.1} s; {closed} clients closed by the end ({slow_closes} closed by the server as slow consumers)",
+        "bootstrap: {ready_clients}/{clients} clients held every object after {:.1} s; {closed} clients closed by the end ({slow_closes} closed by the server as slow consumers; server closes by reason {server_closes})",
         bootstrap.as_secs_f64()
     );
     println!(

@@ -47,6 +47,14 @@ pub struct DatagramTransportConfig {
     /// Inbound datagram bytes a connection holds until the node reads them;
     /// past it new ones are dropped (metric `datagram_receive_buffer_full`).
     pub datagram_receive_buffer_bytes: usize,
+    /// QUIC only: the kernel receive and send buffer of the endpoint's UDP
+    /// socket, in bytes. One socket carries every connection's packets, so
+    /// while the node is busy (a NetworkPeer tick) the kernel queues them
+    /// here; past it the kernel drops datagrams (system-wide counter
+    /// `RcvbufErrors` in /proc/net/snmp) and QUIC has to retransmit. The
+    /// kernel caps it at `net.core.rmem_max` / `wmem_max`; the node logs the
+    /// size it got when that is less.
+    pub udp_socket_buffer_bytes: usize,
     /// WebTransport only: the session path a browser must open.
     pub path: String,
 }
@@ -63,6 +71,7 @@ impl DatagramTransportConfig {
             keep_alive_interval_ms: 10_000,
             datagram_send_buffer_bytes: 256 * 1024,
             datagram_receive_buffer_bytes: 256 * 1024,
+            udp_socket_buffer_bytes: 4 * 1024 * 1024,
             path: "/citadel".into(),
         }
     }
@@ -91,6 +100,11 @@ impl DatagramTransportConfig {
             &key("datagram_receive_buffer_bytes"),
             self.datagram_receive_buffer_bytes,
             1500,
+        )?;
+        at_least(
+            &key("udp_socket_buffer_bytes"),
+            self.udp_socket_buffer_bytes,
+            64 * 1024,
         )?;
         at_least(
             &key("max_client_streams"),

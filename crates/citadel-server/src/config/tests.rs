@@ -117,6 +117,10 @@ fn udp_transport_and_tls_keys_are_validated_by_name() {
             "transport.quic.datagram_send_buffer_bytes",
         ),
         (
+            "[transport.quic]\nudp_socket_buffer_bytes = 4096\n",
+            "transport.quic.udp_socket_buffer_bytes",
+        ),
+        (
             "[transport.webtransport]\ndatagram_receive_buffer_bytes = 0\n",
             "transport.webtransport.datagram_receive_buffer_bytes",
         ),
