@@ -1,6 +1,9 @@
 //! NetworkPeer kinds 13-15. The first byte picks the kind (`13 + byte % 3`),
 //! the rest is the body.
 //!
+//! A kind-13 body's schema-free header (`BunchHeader::peek`) never panics
+//! and agrees with the full decode whenever that succeeds.
+//!
 //! Kinds 14 and 15 are strict bitstreams: an accepted body re-encodes to
 //! exactly the input. Kind 13 is decoded against the schema below (the
 //! fixtures' example schema plus a collection field, same stand-in identity
@@ -14,7 +17,10 @@ mod common;
 
 use std::sync::LazyLock;
 
-use citadel_wire::netpeer::{ClassSchema, DeltaBunch, FieldCodec, FieldValue, RepAck, RepSchema};
+use citadel_wire::netpeer::{
+    BunchBase, BunchHeader, ClassSchema, DeltaBunch, FieldCodec, FieldValue, HeaderBase, RepAck,
+    RepSchema,
+};
 use citadel_wire::quant::{ScalarCodec, Vector3Codec};
 use citadel_wire::quat::QuatMode;
 use libfuzzer_sys::fuzz_target;
@@ -53,10 +59,27 @@ fn without_quats(bunch: &DeltaBunch) -> DeltaBunch {
     b
 }
 
+/// The schema-free header agrees with every bunch that decodes.
+fn header_agrees(body: &[u8], decoded: &DeltaBunch) {
+    let header = BunchHeader::peek(body).expect("a decodable bunch has a header");
+    assert_eq!(header.object_id, decoded.object_id);
+    assert_eq!(header.result_id, decoded.result_id);
+    match (header.base, decoded.base) {
+        (HeaderBase::Full { schema_hash, .. }, BunchBase::Full) => {
+            assert_eq!(&schema_hash, SCHEMA.schema_hash());
+        }
+        (HeaderBase::Delta(a), BunchBase::Delta(b)) => assert_eq!(a, b),
+        (h, d) => panic!("header {h:?} against bunch {d:?}"),
+    }
+}
+
 fn delta_bunch(body: &[u8]) {
+    let peeked = BunchHeader::peek(body);
     let Ok(decoded) = DeltaBunch::decode(body, &SCHEMA) else {
         return;
     };
+    assert!(peeked.is_ok());
+    header_agrees(body, &decoded);
     let out = decoded.encode(&SCHEMA).expect("a decoded bunch re-encodes");
     if quats(&decoded).next().is_none() {
         assert_eq!(out, body);
