@@ -1125,16 +1125,7 @@ pub(crate) fn send_pair(
             };
             // A stale entry (its token not newer than this pair's last) is
             // replaced, so later receivers share the newer bunch.
-            match found.and_then(|i| obj.bunches.get_mut(i).map(|slot| (i, slot))) {
-                Some((i, slot)) => {
-                    *slot = entry;
-                    i
-                }
-                None => {
-                    obj.bunches.push(entry);
-                    obj.bunches.len() - 1
-                }
-            }
+            replace_or_push(&mut obj.bunches, found, entry)
         }
     };
     obj.published = true;
@@ -1317,11 +1308,23 @@ fn result_token(
         full,
         token,
     };
-    match found.and_then(|i| results.get_mut(i)) {
-        Some(slot) => *slot = entry,
-        None => results.push(entry),
-    }
+    replace_or_push(results, found, entry);
     Some(token)
+}
+
+/// Puts `entry` in a per-tick cache: over the stale one at `found`, else
+/// at the end. Returns its index.
+fn replace_or_push<T>(cache: &mut Vec<T>, found: Option<usize>, entry: T) -> usize {
+    match found.and_then(|i| cache.get_mut(i).map(|slot| (i, slot))) {
+        Some((i, slot)) => {
+            *slot = entry;
+            i
+        }
+        None => {
+            cache.push(entry);
+            cache.len() - 1
+        }
+    }
 }
 
 fn nothing(key: BunchKey) -> BunchEntry {

@@ -89,20 +89,21 @@ impl Verdict {
     /// order). A refusal of every proposed field counts as `Vetoed`, of
     /// none as `Allowed`.
     pub fn refusal(self, proposed: &[u16]) -> (VetoOutcome, Vec<u16>) {
-        let all = (VetoOutcome::Error, proposed.to_vec());
+        // Every field vetoed, counted as `outcome`.
+        let whole = |outcome| (outcome, proposed.to_vec());
         let positions = match self {
             Verdict::Allow => return (VetoOutcome::Allowed, Vec::new()),
-            Verdict::Veto => return (VetoOutcome::Vetoed, proposed.to_vec()),
-            Verdict::Error => return all,
-            Verdict::Timeout => return (VetoOutcome::Timeout, proposed.to_vec()),
-            Verdict::Unavailable => return (VetoOutcome::Unavailable, proposed.to_vec()),
+            Verdict::Veto => return whole(VetoOutcome::Vetoed),
+            Verdict::Error => return whole(VetoOutcome::Error),
+            Verdict::Timeout => return whole(VetoOutcome::Timeout),
+            Verdict::Unavailable => return whole(VetoOutcome::Unavailable),
             Verdict::Refuse(positions) => positions,
         };
         let mut refused = vec![false; proposed.len()];
         for at in positions {
             match refused.get_mut(at) {
                 Some(slot) => *slot = true,
-                None => return all,
+                None => return whole(VetoOutcome::Error),
             }
         }
         let vetoed: Vec<u16> = proposed

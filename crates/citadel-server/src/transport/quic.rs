@@ -98,8 +98,7 @@ fn bind_udp(addr: SocketAddr, buffer: usize) -> std::io::Result<std::net::UdpSoc
     let socket = std::net::UdpSocket::bind(addr)?;
     sockopt::set_socket_recv_buffer_size(&socket, buffer)?;
     sockopt::set_socket_send_buffer_size(&socket, buffer)?;
-    // Linux reports twice the size it reserved for bookkeeping.
-    let got = sockopt::socket_recv_buffer_size(&socket).map_or(0, |n| n / 2);
+    let got = granted_recv_buffer(&socket).unwrap_or(0);
     if got < buffer {
         tracing::warn!(
             requested = buffer,
@@ -108,6 +107,12 @@ fn bind_udp(addr: SocketAddr, buffer: usize) -> std::io::Result<std::net::UdpSoc
         );
     }
     Ok(socket)
+}
+
+/// The receive buffer the kernel granted `socket` (Linux reports twice the
+/// size, the extra half being its bookkeeping).
+fn granted_recv_buffer(socket: &std::net::UdpSocket) -> std::io::Result<usize> {
+    Ok(rustix::net::sockopt::socket_recv_buffer_size(socket)? / 2)
 }
 
 /// Accepts QUIC connections until shutdown; a source address past
@@ -210,7 +215,7 @@ impl Session for QuicSession {
 
 #[cfg(test)]
 mod tests {
-    use super::bind_udp;
+    use super::{bind_udp, granted_recv_buffer};
 
     #[test]
     fn the_udp_socket_gets_the_configured_kernel_buffer() -> Result<(), Box<dyn std::error::Error>>
@@ -221,11 +226,10 @@ mod tests {
             .parse()?;
         let want = (1024 * 1024).min(rmem_max);
         let socket = bind_udp("127.0.0.1:0".parse()?, want)?;
-        let granted = rustix::net::sockopt::socket_recv_buffer_size(&socket)? / 2;
-        assert_eq!(granted, want);
+        assert_eq!(granted_recv_buffer(&socket)?, want);
         // The kernel default is far below it: the setting took effect.
         let plain = std::net::UdpSocket::bind("127.0.0.1:0")?;
-        assert!(rustix::net::sockopt::socket_recv_buffer_size(&plain)? / 2 < want);
+        assert!(granted_recv_buffer(&plain)? < want);
         Ok(())
     }
 }
