@@ -42,6 +42,7 @@ pub mod interest;
 pub mod items;
 pub mod limits;
 mod pacing;
+mod pairs;
 pub mod proposal;
 pub mod server;
 pub mod session;

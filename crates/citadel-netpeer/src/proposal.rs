@@ -533,12 +533,9 @@ impl Authority {
                 owner_epoch,
             },
         );
-        if let Some(pair) = conn.pairs.get_mut(&object_id)
-            && pair.version != version
-        {
-            // The client speaks another accepted version: re-baseline in it.
-            pair.version = version;
-            pair.reset();
+        if let Some(mut pair) = conn.pairs.get_mut(object_id) {
+            // A client speaking another accepted version re-baselines in it.
+            pair.rebind_version(version);
         }
         let mut applied = Vec::new();
         let mut writes = Vec::new();
@@ -586,7 +583,7 @@ impl Authority {
         let (Some(obj), Some(conn)) = (objects.get_mut(&object_id), conns.get_mut(&conn_id)) else {
             return 0;
         };
-        let (Some(class), Some(pair)) = (classes.get(&obj.class), conn.pairs.get_mut(&object_id))
+        let (Some(class), Some(pair)) = (classes.get(&obj.class), conn.pairs.get_mut(object_id))
         else {
             return 0;
         };
@@ -617,7 +614,7 @@ impl Authority {
                 **id != proposer
                     && c.match_id == match_id
                     && c.pairs
-                        .get(&object_id)
+                        .hot(object_id)
                         .is_some_and(|p| p.last_sent_rev < rev)
             })
             .map(|(id, _)| *id)

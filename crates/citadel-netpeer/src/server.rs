@@ -48,7 +48,6 @@ use citadel_wire::ack::AckWindow;
 use citadel_wire::baseline::TokenAllocator;
 use citadel_wire::netpeer::{BunchBase, FieldValue, RepAck, RepSchema, RepSchemaEntry};
 use citadel_wire::protocol::{KIND_REP_DELTA, KIND_REP_SCHEMA};
-use smallvec::SmallVec;
 
 use crate::class::{Class, ClassError, ClassSpec};
 use crate::encode::{
@@ -57,6 +56,7 @@ use crate::encode::{
 use crate::interest::{Grid, dist2, normalized};
 use crate::limits::{AuthorityConfig, Bucket};
 use crate::pacing::{Waiting, take_first};
+use crate::pairs::{PairMut, Pairs};
 use crate::value::{Items, Value, ValueError, default_value, quantize, quantize_items};
 
 /// A multiply-rotate hasher for the hot `u32`-keyed maps: fixed (so
@@ -189,37 +189,6 @@ pub struct Counters {
     pub lane_deferred: u64,
 }
 
-pub(crate) struct Pending {
-    pub token: u64,
-    pub snap: Arc<Snapshot>,
-    pub sent_ms: u64,
-}
-
-/// Pending sends held inline in the pair: with acks on time a pair has one
-/// or two outstanding, and the tick's timeout check and the ack path then
-/// read them from the pair itself (no second cache miss per pair); a
-/// lagging receiver spills to the heap up to the pending cap.
-pub(crate) type PendingSends = SmallVec<[Pending; 2]>;
-
-#[derive(Default)]
-pub(crate) struct Pair {
-    pub acked: Option<(u64, Arc<Snapshot>)>,
-    pub pending: PendingSends,
-    pub last_sent_rev: u64,
-    /// The newest token sent on this pair (kept across re-baselines).
-    pub last_token: u64,
-    /// Index into the class's versions.
-    pub version: usize,
-}
-
-impl Pair {
-    pub(crate) fn reset(&mut self) {
-        self.acked = None;
-        self.pending.clear();
-        self.last_sent_rev = 0;
-    }
-}
-
 /// A plan and its shared values section (`shared_quantized_state`), per
 /// (base revision, visibility, layout version) of one object revision.
 pub(crate) struct ValuesEntry {
@@ -329,7 +298,7 @@ pub(crate) struct Conn {
     pub match_id: u32,
     pub guest: bool,
     pub viewer: Option<[f32; 3]>,
-    pub pairs: IdMap<Pair>,
+    pub pairs: Pairs,
     /// Membership epoch last seen by a viewer-less relevance pass.
     pub seen_membership: u64,
     pub bindings: BTreeMap<u32, Binding>,
@@ -488,7 +457,7 @@ impl Authority {
         }
         self.membership += 1;
         for conn in self.conns.values_mut() {
-            conn.pairs.remove(&object_id);
+            conn.pairs.remove(object_id);
             conn.bindings.remove(&object_id);
             conn.cooldowns.retain(|(o, _), _| *o != object_id);
         }
@@ -567,7 +536,7 @@ impl Authority {
         for c in [old, owner].into_iter().flatten() {
             if let Some(conn) = self.conns.get_mut(&c) {
                 conn.bindings.remove(&object_id);
-                if let Some(p) = conn.pairs.get_mut(&object_id) {
+                if let Some(mut p) = conn.pairs.get_mut(object_id) {
                     p.reset();
                 }
             }
@@ -607,7 +576,7 @@ impl Authority {
                 match_id: 0,
                 guest,
                 viewer: None,
-                pairs: IdMap::default(),
+                pairs: Pairs::default(),
                 seen_membership: u64::MAX,
                 bindings: BTreeMap::new(),
                 cooldowns: BTreeMap::new(),
@@ -684,12 +653,15 @@ impl Authority {
             .get_mut(&conn)
             .ok_or(ApiError::UnknownConnection)?;
         c.class_versions.insert(class_id, idx);
-        for (id, pair) in c.pairs.iter_mut() {
-            if self.objects.get(id).is_some_and(|o| o.class == class_id) && pair.version != idx {
-                pair.version = idx;
-                pair.reset();
+        let objects = &self.objects;
+        c.pairs.for_each_mut(|mut pair| {
+            if objects
+                .get(&pair.hot.object_id)
+                .is_some_and(|o| o.class == class_id)
+            {
+                pair.rebind_version(idx);
             }
-        }
+        });
         Ok(())
     }
 
@@ -710,7 +682,7 @@ impl Authority {
         self.conns
             .get(&conn)
             .map(|c| {
-                let mut ids: Vec<u32> = c.pairs.keys().copied().collect();
+                let mut ids: Vec<u32> = c.pairs.ids().collect();
                 ids.sort_unstable();
                 ids
             })
@@ -761,23 +733,17 @@ impl Authority {
         };
         let mut advanced = 0;
         for e in &ack.entries {
-            let (Some(pair), Ok(window)) = (
-                c.pairs.get_mut(&e.object_id),
+            let (Some(mut pair), Ok(window)) = (
+                c.pairs.get_mut(e.object_id),
                 AckWindow::from_wire(e.acked_result_id, e.history),
             ) else {
                 self.counters.acks_ignored += 1;
                 continue;
             };
-            // Pending tokens are ascending and all newer than the acked one.
-            match pair.pending.iter().rposition(|p| window.contains(p.token)) {
-                Some(i) => {
-                    let p = pair.pending.drain(..=i).next_back();
-                    if let Some(p) = p {
-                        pair.acked = Some((p.token, p.snap));
-                    }
-                    advanced += 1;
-                }
-                None => self.counters.acks_ignored += 1,
+            if pair.ack(&window) {
+                advanced += 1;
+            } else {
+                self.counters.acks_ignored += 1;
             }
         }
         self.counters.acks_advanced += advanced as u64;
@@ -840,7 +806,7 @@ impl Authority {
             return;
         }
         let mut exits = Vec::new();
-        for &id in conn.pairs.keys() {
+        for id in conn.pairs.ids() {
             let keep = self.objects.get(&id).is_some_and(|o| {
                 o.match_id == match_id
                     && (o.owner == Some(conn_id)
@@ -855,14 +821,14 @@ impl Authority {
             None => enters.extend(
                 self.objects
                     .iter()
-                    .filter(|(id, o)| o.match_id == match_id && !conn.pairs.contains_key(id))
+                    .filter(|(id, o)| o.match_id == match_id && !conn.pairs.contains(**id))
                     .map(|(id, _)| *id),
             ),
             Some(v) => {
                 if let Some(grid) = grids.get(&match_id) {
                     grid.candidates(v, candidates);
                     for &id in candidates.iter() {
-                        if conn.pairs.contains_key(&id) {
+                        if conn.pairs.contains(id) {
                             continue;
                         }
                         if let Some(o) = self.objects.get(&id)
@@ -878,7 +844,7 @@ impl Authority {
                         .filter(|(id, o)| {
                             o.match_id == match_id
                                 && o.owner == Some(conn_id)
-                                && !conn.pairs.contains_key(id)
+                                && !conn.pairs.contains(**id)
                         })
                         .map(|(id, _)| *id),
                 );
@@ -893,11 +859,11 @@ impl Authority {
             u64::MAX
         };
         for id in exits {
-            conn.pairs.remove(&id);
+            conn.pairs.remove(id);
             self.counters.relevance_exit += 1;
         }
         for id in enters {
-            if conn.pairs.contains_key(&id) {
+            if conn.pairs.contains(id) {
                 continue;
             }
             let class = self.objects.get(&id).map_or(0, |o| o.class);
@@ -907,14 +873,9 @@ impl Authority {
                 .map(|b| b.version)
                 .or_else(|| conn.class_versions.get(&class).copied())
                 .unwrap_or(0);
-            conn.pairs.insert(
-                id,
-                Pair {
-                    version,
-                    ..Pair::default()
-                },
-            );
-            self.counters.relevance_enter += 1;
+            if conn.pairs.insert(id, version) {
+                self.counters.relevance_enter += 1;
+            }
         }
     }
 
@@ -938,41 +899,46 @@ impl Authority {
         // lane room runs out, the rest wait and the next tick starts at the
         // first that waited: round robin under steady congestion.
         let mut room = conn.lane_room.take().unwrap_or(usize::MAX);
-        let start = conn.cursor.checked_rem(conn.pairs.len()).unwrap_or(0);
+        let len = conn.pairs.len();
+        let start = conn.cursor.checked_rem(len).unwrap_or(0);
         let mut first_waiting = None;
         let mut waiting = Vec::new();
         let viewer = conn.viewer;
+        let pairs = &mut conn.pairs;
         let fulls_left = &mut conn.fulls_left;
-        let mut visit = |pos: usize, id: u32, pair: &mut Pair| {
-            // Most pairs have nothing to send: decide that from the pair
-            // and the object's revision alone (the acked snapshot and the
-            // class are read only when something may go).
+        // A send in flight since at or before this has timed out.
+        let cutoff = now_ms.checked_sub(config.ack_timeout_ms);
+        let mut visit = |pos: usize| {
+            // Most pairs have nothing to send: decide that from the pair's
+            // hot summary and the object's revision alone (the rest of the
+            // pair and the class are read only when something may go).
+            let Some(&hot) = pairs.hot_at(pos) else {
+                return;
+            };
+            let id = hot.object_id;
             let Some(obj) = objects.get_mut(&id) else {
                 return;
             };
-            let timed_out = pair
-                .pending
-                .first()
-                .is_some_and(|p| now_ms >= p.sent_ms.saturating_add(config.ack_timeout_ms));
+            let timed_out = cutoff.is_some_and(|c| hot.sent_at_or_before(c));
             let cause = if timed_out {
-                let in_sync = pair
-                    .acked
-                    .as_ref()
-                    .is_some_and(|(_, s)| s.rev == obj.cur.rev);
+                let Some(mut pair) = pairs.at_mut(pos) else {
+                    return;
+                };
+                let in_sync = pair.acked().is_some_and(|(_, s)| s.rev == obj.cur.rev);
                 if in_sync {
-                    pair.pending.clear();
+                    pair.clear_in_flight();
                     return;
                 }
                 Cause::Timeout
-            } else if obj.cur.rev > pair.last_sent_rev && !awaiting_first_ack(pair) {
+            } else if obj.cur.rev > hot.last_sent_rev && !hot.awaiting_first_ack() {
                 Cause::Normal
             } else {
                 return;
             };
-            let Some(class) = classes.get(&obj.class) else {
+            let (Some(class), Some(pair)) = (classes.get(&obj.class), pairs.at_mut(pos)) else {
                 return;
             };
-            if needs_full(config, pair, cause) {
+            if needs_full(config, &pair, cause) {
                 waiting.push(Waiting {
                     object_id: id,
                     cause,
@@ -998,11 +964,8 @@ impl Authority {
                 cause,
             );
         };
-        for (pos, (&id, pair)) in conn.pairs.iter_mut().enumerate().skip(start) {
-            visit(pos, id, pair);
-        }
-        for (pos, (&id, pair)) in conn.pairs.iter_mut().enumerate().take(start) {
-            visit(pos, id, pair);
+        for pos in (start..len).chain(0..start) {
+            visit(pos);
         }
         if let Some(pos) = first_waiting {
             conn.cursor = pos;
@@ -1013,7 +976,7 @@ impl Authority {
         for w in waiting.iter().take(n) {
             let (Some(obj), Some(pair)) = (
                 objects.get_mut(&w.object_id),
-                conn.pairs.get_mut(&w.object_id),
+                conn.pairs.get_mut(w.object_id),
             ) else {
                 continue;
             };
@@ -1047,12 +1010,8 @@ impl Authority {
 /// its ack (then a delta carries what changed meanwhile) or its ack
 /// timeout (then a new full): another full per change while the first is
 /// outstanding would only multiply fulls whenever acks are slow.
-fn awaiting_first_ack(pair: &Pair) -> bool {
-    pair.acked.is_none() && !pair.pending.is_empty()
-}
-
-pub(crate) fn needs_full(config: &AuthorityConfig, pair: &Pair, cause: Cause) -> bool {
-    cause != Cause::Normal || pair.acked.is_none() || pair.pending.len() >= config.pending_cap
+pub(crate) fn needs_full(config: &AuthorityConfig, pair: &PairMut<'_>, cause: Cause) -> bool {
+    cause != Cause::Normal || pair.acked().is_none() || pair.in_flight() >= config.pending_cap
 }
 
 /// The interest position of an object: its class's position field, else
@@ -1086,17 +1045,17 @@ pub(crate) fn send_pair(
     obj: &mut Object,
     object_id: u32,
     conn_id: ConnId,
-    receiver: (&mut Pair, &mut usize),
+    receiver: (PairMut<'_>, &mut usize),
     now_ms: u64,
     cause: Cause,
 ) -> usize {
-    let (pair, fulls_left) = receiver;
+    let (mut pair, fulls_left) = receiver;
     let paced = cause != Cause::Correction;
-    if paced && *fulls_left == 0 && needs_full(ctx.config, pair, cause) {
+    if paced && *fulls_left == 0 && needs_full(ctx.config, &pair, cause) {
         ctx.counters.full_deferred += 1;
         return 0;
     }
-    if cause != Cause::Normal || pair.pending.len() >= ctx.config.pending_cap {
+    if cause != Cause::Normal || pair.in_flight() >= ctx.config.pending_cap {
         match cause {
             Cause::Timeout => ctx.counters.full_ack_timeout += 1,
             Cause::Correction => ctx.counters.full_correction += 1,
@@ -1105,9 +1064,9 @@ pub(crate) fn send_pair(
         pair.reset();
     }
     let key = BunchKey {
-        base: pair.acked.as_ref().map(|(t, _)| *t),
+        base: pair.acked().map(|(t, _)| *t),
         owner: obj.owner == Some(conn_id),
-        version: pair.version.min(class.versions().len().saturating_sub(1)),
+        version: pair.version().min(class.versions().len().saturating_sub(1)),
     };
     let found = obj.bunches.iter().position(|e| e.key == key);
     let idx = match found {
@@ -1115,12 +1074,12 @@ pub(crate) fn send_pair(
             if obj
                 .bunches
                 .get(i)
-                .is_some_and(|e| e.usable_after(pair.last_token)) =>
+                .is_some_and(|e| e.usable_after(pair.last_token())) =>
         {
             i
         }
         _ => {
-            let Some(entry) = build_bunch(ctx, class, obj, object_id, key, pair) else {
+            let Some(entry) = build_bunch(ctx, class, obj, object_id, key, &pair) else {
                 return 0;
             };
             // A stale entry (its token not newer than this pair's last) is
@@ -1140,11 +1099,9 @@ pub(crate) fn send_pair(
             // its ack) the receiver may end on that send's state, so the
             // pair is looked at again next tick: after the ack its base
             // differs and a delta goes, after the timeout a full.
-            if pair.pending.is_empty() {
-                if let Some((_, s)) = pair.acked.as_mut() {
-                    *s = obj.cur.clone();
-                }
-                pair.last_sent_rev = obj.cur.rev;
+            if pair.in_flight() == 0 {
+                pair.refresh_acked(&obj.cur);
+                pair.hot.last_sent_rev = obj.cur.rev;
             }
             return 0;
         }
@@ -1171,13 +1128,7 @@ pub(crate) fn send_pair(
     }
     let len = body.len();
     ctx.counters.bunch_bytes += len as u64;
-    pair.pending.push(Pending {
-        token,
-        snap: obj.cur.clone(),
-        sent_ms: now_ms,
-    });
-    pair.last_sent_rev = obj.cur.rev;
-    pair.last_token = token;
+    pair.record_send(token, obj.cur.clone(), now_ms);
     ctx.out.push_back(Outgoing {
         conn: conn_id,
         kind: KIND_REP_DELTA,
@@ -1195,10 +1146,10 @@ fn build_bunch(
     obj: &mut Object,
     object_id: u32,
     key: BunchKey,
-    pair: &Pair,
+    pair: &PairMut<'_>,
 ) -> Option<BunchEntry> {
     let schema = &class.versions().get(key.version)?.schema;
-    let base_snap = pair.acked.as_ref().map(|(_, s)| &**s);
+    let base_snap = pair.acked().map(|(_, s)| &**s);
     let base_rev = base_snap.map_or(0, |s| s.rev);
     let shared = ctx.config.shared_quantized_state;
     let planned = |obj: &Object| {
@@ -1261,7 +1212,7 @@ fn build_bunch(
         _ => BunchBase::Full,
     };
     let result = (key.owner, key.version, base == BunchBase::Full);
-    let token = result_token(ctx, &mut obj.results, result, pair.last_token)?;
+    let token = result_token(ctx, &mut obj.results, result, pair.last_token())?;
     let body = match section {
         Some(sv) => assemble(schema, object_id, token, base, sv),
         None if shared => return None,
