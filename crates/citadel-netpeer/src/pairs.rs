@@ -38,9 +38,16 @@ pub(crate) struct Sent {
     pub sent_ms: u64,
 }
 
-/// Sends in flight, held inline: with acks on time a pair has one or two
-/// outstanding; a lagging receiver spills to the heap up to the pending cap.
-type InFlight = SmallVec<[Sent; 2]>;
+/// Sends in flight, held inline: with acks on time a pair has up to about
+/// (round trip + ack interval) / tick interval outstanding, three or four
+/// at 20 Hz with 100 ms of queueing; a lagging receiver spills to the heap
+/// up to the pending cap, and moves back inline once its acks catch up
+/// (`ack`), so one burst does not leave every later ack and send of the
+/// pair a pointer chase into the heap.
+type InFlight = SmallVec<[Sent; INLINE_IN_FLIGHT]>;
+
+/// Sends in flight a pair holds without a heap allocation.
+const INLINE_IN_FLIGHT: usize = 4;
 
 /// What the per-tick scan reads of a pair.
 #[derive(Clone, Copy)]
@@ -140,6 +147,9 @@ impl PairMut<'_> {
             self.cold.acked = Some((s.token, s.snap));
             self.hot.acked = true;
         }
+        if self.cold.in_flight.spilled() && self.cold.in_flight.len() <= INLINE_IN_FLIGHT {
+            self.cold.in_flight.shrink_to_fit();
+        }
         self.hot.oldest_sent_ms = self
             .cold
             .in_flight
@@ -150,7 +160,7 @@ impl PairMut<'_> {
 
     /// Forgets the sends in flight (the receiver holds the acked state).
     pub(crate) fn clear_in_flight(&mut self) {
-        self.cold.in_flight.clear();
+        self.cold.in_flight = InFlight::new();
         self.hot.oldest_sent_ms = NOTHING_IN_FLIGHT;
     }
 
@@ -318,6 +328,28 @@ mod tests {
         p.rebind_version(1);
         assert_eq!(p.in_flight(), 0);
         assert_eq!(p.version(), 1);
+    }
+
+    #[test]
+    fn a_burst_spills_in_flight_sends_to_the_heap_and_acks_bring_them_back() {
+        let mut pairs = Pairs::default();
+        pairs.insert(1, 0);
+        let mut p = pairs.get_mut(1).unwrap();
+        for t in 1..=10 {
+            p.record_send(t, snap(t), t * 50);
+        }
+        assert!(p.cold.in_flight.spilled());
+        let mut w = AckWindow::new();
+        w.ack(5);
+        assert!(p.ack(&w));
+        assert_eq!(p.in_flight(), 5);
+        assert!(p.cold.in_flight.spilled(), "5 in flight do not fit inline");
+        w.ack(6);
+        assert!(p.ack(&w));
+        assert_eq!(p.in_flight(), 4);
+        assert!(!p.cold.in_flight.spilled(), "4 fit inline again");
+        assert!(p.hot.sent_at_or_before(350) && !p.hot.sent_at_or_before(349));
+        assert_eq!(p.acked().map(|(t, s)| (*t, s.rev)), Some((6, 6)));
     }
 
     #[test]
