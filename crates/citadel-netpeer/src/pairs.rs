@@ -17,8 +17,14 @@
 //! the cold state: every change of the in-flight list or the acked base
 //! goes through [`PairMut`], which updates both.
 //!
-//! Order: pairs are visited in insertion order; removal swaps the last
-//! pair into the hole (O(1)), so the order is stable except for that move.
+//! Order: pairs are kept in ascending object id. Clients acknowledge in
+//! ascending object id too (the SDK session and the bench's ack-only
+//! clients do), so an ack's entries walk both arrays forward
+//! ([`Pairs::find_from`]) instead of probing a hash index and missing the
+//! cache once per entry. Relevance changes arrive as one batch per receiver
+//! and tick ([`Pairs::apply`], one merge pass); a despawn only marks the
+//! pair dead (it is skipped, and dropped by the receiver's next relevance
+//! pass), so it costs O(1) per receiver, not a shift of every later pair.
 
 use std::sync::Arc;
 
@@ -55,6 +61,8 @@ pub(crate) struct Hot {
     pub object_id: u32,
     /// Whether a base is acked (mirrors `Cold::acked`).
     acked: bool,
+    /// Removed; skipped until the next [`Pairs::apply`] drops it.
+    dead: bool,
     /// The object revision last sent (or found unchanged) on this pair.
     pub last_sent_rev: u64,
     /// When the oldest send in flight went (mirrors `Cold::in_flight`).
@@ -70,6 +78,21 @@ impl Hot {
     /// A pair whose first full is in flight (no acked base yet).
     pub(crate) fn awaiting_first_ack(&self) -> bool {
         !self.acked && self.oldest_sent_ms != NOTHING_IN_FLIGHT
+    }
+
+    /// Whether the pair was removed.
+    pub(crate) fn is_dead(&self) -> bool {
+        self.dead
+    }
+
+    fn new(object_id: u32) -> Self {
+        Hot {
+            object_id,
+            acked: false,
+            dead: false,
+            last_sent_rev: 0,
+            oldest_sent_ms: NOTHING_IN_FLIGHT,
+        }
     }
 }
 
@@ -88,6 +111,17 @@ struct Cold {
 pub(crate) struct PairMut<'a> {
     pub hot: &'a mut Hot,
     cold: &'a mut Cold,
+}
+
+impl Cold {
+    fn new(version: usize) -> Self {
+        Cold {
+            acked: None,
+            in_flight: InFlight::new(),
+            last_token: 0,
+            version,
+        }
+    }
 }
 
 impl PairMut<'_> {
@@ -180,15 +214,22 @@ impl PairMut<'_> {
     }
 }
 
-/// The pairs of one receiver, keyed by object id.
+/// The pairs of one receiver, keyed by object id, in ascending id.
 #[derive(Default)]
 pub(crate) struct Pairs {
+    /// Live pairs only (a dead one is out of the index at once).
     index: IdMap<u32>,
     hot: Vec<Hot>,
     cold: Vec<Cold>,
+    dead: usize,
 }
 
+/// How far [`Pairs::find_from`] walks forward before it asks the index.
+const FORWARD_PROBES: usize = 8;
+
 impl Pairs {
+    /// Positions, dead pairs included (`hot_at`, `at_mut` and the scan use
+    /// positions `0..len`).
     pub(crate) fn len(&self) -> usize {
         self.hot.len()
     }
@@ -197,19 +238,36 @@ impl Pairs {
         self.index.contains_key(&object_id)
     }
 
-    /// The object ids, in visiting order.
+    /// The live object ids, ascending.
     pub(crate) fn ids(&self) -> impl Iterator<Item = u32> + '_ {
-        self.hot.iter().map(|h| h.object_id)
+        self.hot.iter().filter(|h| !h.dead).map(|h| h.object_id)
     }
 
-    /// The scan's view of one pair.
+    /// The scan's view of one live pair.
     pub(crate) fn hot(&self, object_id: u32) -> Option<&Hot> {
         self.hot.get(*self.index.get(&object_id)? as usize)
     }
 
-    /// The scan's view by position (`pos < len`).
+    /// The scan's view by position (dead pairs included: check
+    /// [`Hot::is_dead`]).
     pub(crate) fn hot_at(&self, pos: usize) -> Option<&Hot> {
         self.hot.get(pos)
+    }
+
+    /// The position of a live pair, looking first at the few positions
+    /// from `hint` on (where the next of an ascending run of lookups is),
+    /// then in the index.
+    pub(crate) fn find_from(&self, object_id: u32, hint: usize) -> Option<usize> {
+        let ahead = self.hot.get(hint..).unwrap_or(&[]);
+        for (i, h) in ahead.iter().take(FORWARD_PROBES).enumerate() {
+            if h.object_id == object_id {
+                return (!h.dead).then_some(hint + i);
+            }
+            if h.object_id > object_id {
+                break;
+            }
+        }
+        self.index.get(&object_id).map(|&p| p as usize)
     }
 
     pub(crate) fn get_mut(&mut self, object_id: u32) -> Option<PairMut<'_>> {
@@ -217,6 +275,7 @@ impl Pairs {
         self.at_mut(pos)
     }
 
+    /// The pair at `pos`, dead or alive.
     pub(crate) fn at_mut(&mut self, pos: usize) -> Option<PairMut<'_>> {
         Some(PairMut {
             hot: self.hot.get_mut(pos)?,
@@ -224,55 +283,86 @@ impl Pairs {
         })
     }
 
-    /// Every pair, for a change that may touch many (a version rebind).
+    /// Every live pair, for a change that may touch many (a version
+    /// rebind).
     pub(crate) fn for_each_mut(&mut self, mut f: impl FnMut(PairMut<'_>)) {
         for (hot, cold) in self.hot.iter_mut().zip(self.cold.iter_mut()) {
-            f(PairMut { hot, cold });
+            if !hot.dead {
+                f(PairMut { hot, cold });
+            }
         }
     }
 
-    /// Adds a pair with no baseline; false if it exists already.
-    pub(crate) fn insert(&mut self, object_id: u32, version: usize) -> bool {
-        if self.index.contains_key(&object_id) {
-            return false;
-        }
-        // Pair counts are bounded by the objects of one node, far below
-        // u32::MAX.
-        let pos = u32::try_from(self.hot.len()).unwrap_or(u32::MAX);
-        self.index.insert(object_id, pos);
-        self.hot.push(Hot {
-            object_id,
-            acked: false,
-            last_sent_rev: 0,
-            oldest_sent_ms: NOTHING_IN_FLIGHT,
-        });
-        self.cold.push(Cold {
-            acked: None,
-            in_flight: InFlight::new(),
-            last_token: 0,
-            version,
-        });
-        true
-    }
-
-    /// Removes a pair; the last pair takes its position.
+    /// Marks a pair removed (O(1)); the next [`Pairs::apply`] drops it.
     pub(crate) fn remove(&mut self, object_id: u32) -> bool {
         let Some(pos) = self.index.remove(&object_id) else {
             return false;
         };
-        let pos = pos as usize;
-        self.hot.swap_remove(pos);
-        self.cold.swap_remove(pos);
-        if let Some(moved) = self.hot.get(pos) {
-            self.index.insert(moved.object_id, pos as u32);
+        if let Some(mut pair) = self.at_mut(pos as usize) {
+            pair.reset();
+            pair.hot.dead = true;
         }
+        self.dead += 1;
         true
+    }
+
+    /// One receiver's relevance change: drops the `exits` and every dead
+    /// pair, adds a pair with no baseline for each of `enters` (object id,
+    /// layout version) not present yet, in one merge pass. Returns how many
+    /// were added.
+    pub(crate) fn apply(&mut self, exits: &[u32], mut enters: Vec<(u32, usize)>) -> usize {
+        for &id in exits {
+            self.remove(id);
+        }
+        enters.retain(|(id, _)| !self.index.contains_key(id));
+        enters.sort_unstable_by_key(|(id, _)| *id);
+        enters.dedup_by_key(|(id, _)| *id);
+        if enters.is_empty() && self.dead == 0 {
+            return 0;
+        }
+        let added = enters.len();
+        let live = self.hot.len() - self.dead + added;
+        let old_hot = std::mem::replace(&mut self.hot, Vec::with_capacity(live));
+        let old_cold = std::mem::replace(&mut self.cold, Vec::with_capacity(live));
+        let mut old = old_hot
+            .into_iter()
+            .zip(old_cold)
+            .filter(|(h, _)| !h.dead)
+            .peekable();
+        let mut new = enters.into_iter().peekable();
+        loop {
+            let take_old = match (old.peek(), new.peek()) {
+                (Some((h, _)), Some((id, _))) => h.object_id < *id,
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            let next = if take_old {
+                old.next()
+            } else {
+                new.next()
+                    .map(|(id, version)| (Hot::new(id), Cold::new(version)))
+            };
+            let Some((h, c)) = next else {
+                break;
+            };
+            self.hot.push(h);
+            self.cold.push(c);
+        }
+        self.dead = 0;
+        self.index.clear();
+        for (pos, h) in self.hot.iter().enumerate() {
+            // Pair counts are bounded by the objects of one node, far
+            // below u32::MAX.
+            self.index.insert(h.object_id, pos as u32);
+        }
+        added
     }
 
     pub(crate) fn clear(&mut self) {
         self.index.clear();
         self.hot.clear();
         self.cold.clear();
+        self.dead = 0;
     }
 }
 
@@ -290,8 +380,8 @@ mod tests {
     #[test]
     fn the_hot_summary_follows_sends_acks_and_resets() {
         let mut pairs = Pairs::default();
-        assert!(pairs.insert(7, 0));
-        assert!(!pairs.insert(7, 0));
+        assert_eq!(pairs.apply(&[], vec![(7, 0)]), 1);
+        assert_eq!(pairs.apply(&[], vec![(7, 0)]), 0);
         let mut p = pairs.get_mut(7).unwrap();
         assert!(!p.hot.awaiting_first_ack());
         assert!(!p.hot.sent_at_or_before(u64::MAX - 1));
@@ -333,7 +423,7 @@ mod tests {
     #[test]
     fn a_burst_spills_in_flight_sends_to_the_heap_and_acks_bring_them_back() {
         let mut pairs = Pairs::default();
-        pairs.insert(1, 0);
+        pairs.apply(&[], vec![(1, 0)]);
         let mut p = pairs.get_mut(1).unwrap();
         for t in 1..=10 {
             p.record_send(t, snap(t), t * 50);
@@ -353,24 +443,48 @@ mod tests {
     }
 
     #[test]
-    fn removal_moves_the_last_pair_and_keeps_lookups_right() {
+    fn pairs_stay_ascending_through_merges_removals_and_despawns() {
         let mut pairs = Pairs::default();
-        for id in [10, 20, 30, 40] {
-            pairs.insert(id, 0);
-        }
+        assert_eq!(
+            pairs.apply(&[], vec![(30, 0), (10, 0), (40, 0), (10, 0)]),
+            3
+        );
+        assert_eq!(pairs.apply(&[], vec![(20, 0), (40, 0)]), 1);
+        assert_eq!(pairs.ids().collect::<Vec<_>>(), vec![10, 20, 30, 40]);
         pairs.get_mut(40).unwrap().record_send(1, snap(4), 0);
+        // A despawn marks the pair dead: gone for lookups, still a position.
         assert!(pairs.remove(20));
         assert!(!pairs.remove(20));
-        assert_eq!(pairs.ids().collect::<Vec<_>>(), vec![10, 40, 30]);
+        assert!(!pairs.contains(20) && pairs.hot(20).is_none());
+        assert_eq!(pairs.ids().collect::<Vec<_>>(), vec![10, 30, 40]);
+        assert_eq!(pairs.len(), 4);
+        assert!(pairs.hot_at(1).is_some_and(Hot::is_dead));
+        assert_eq!(pairs.find_from(20, 0), None);
+        // The next relevance pass drops it, with the exits, and merges.
+        assert_eq!(pairs.apply(&[30], vec![(25, 1), (5, 0)]), 2);
+        assert_eq!(pairs.ids().collect::<Vec<_>>(), vec![5, 10, 25, 40]);
+        assert_eq!(pairs.len(), 4);
         assert_eq!(pairs.hot(40).map(|h| h.last_sent_rev), Some(4));
-        assert!(pairs.hot(20).is_none());
         assert_eq!(pairs.get_mut(40).map(|p| p.in_flight()), Some(1));
-        assert!(pairs.remove(30));
-        assert!(pairs.remove(10));
-        assert_eq!(pairs.ids().collect::<Vec<_>>(), vec![40]);
-        assert_eq!(pairs.hot_at(0).map(|h| h.object_id), Some(40));
+        assert_eq!(pairs.get_mut(25).map(|p| p.version()), Some(1));
+        // Forward lookups from a hint, and the index behind them.
+        assert_eq!(pairs.find_from(25, 1), Some(2));
+        assert_eq!(pairs.find_from(5, 3), Some(0));
+        assert_eq!(pairs.find_from(40, 0), Some(3));
+        assert_eq!(pairs.find_from(41, 0), None);
+        assert_eq!(pairs.find_from(41, 99), None);
         pairs.clear();
         assert_eq!(pairs.len(), 0);
         assert!(!pairs.contains(40));
+    }
+
+    #[test]
+    fn a_dead_pair_is_skipped_by_for_each_mut() {
+        let mut pairs = Pairs::default();
+        pairs.apply(&[], vec![(1, 0), (2, 0)]);
+        pairs.remove(1);
+        let mut seen = Vec::new();
+        pairs.for_each_mut(|p| seen.push(p.hot.object_id));
+        assert_eq!(seen, vec![2]);
     }
 }

@@ -732,14 +732,19 @@ impl Authority {
             return 0;
         };
         let mut advanced = 0;
+        // Clients list objects in ascending id, the pairs' order: each
+        // entry is looked for a few positions after the previous one.
+        let mut hint = 0;
         for e in &ack.entries {
+            let pos = c.pairs.find_from(e.object_id, hint);
             let (Some(mut pair), Ok(window)) = (
-                c.pairs.get_mut(e.object_id),
+                pos.and_then(|p| c.pairs.at_mut(p)),
                 AckWindow::from_wire(e.acked_result_id, e.history),
             ) else {
                 self.counters.acks_ignored += 1;
                 continue;
             };
+            hint = pos.map_or(hint, |p| p + 1);
             if pair.ack(&window) {
                 advanced += 1;
             } else {
@@ -858,25 +863,21 @@ impl Authority {
         } else {
             u64::MAX
         };
-        for id in exits {
-            conn.pairs.remove(id);
-            self.counters.relevance_exit += 1;
-        }
-        for id in enters {
-            if conn.pairs.contains(id) {
-                continue;
-            }
-            let class = self.objects.get(&id).map_or(0, |o| o.class);
-            let version = conn
-                .bindings
-                .get(&id)
-                .map(|b| b.version)
-                .or_else(|| conn.class_versions.get(&class).copied())
-                .unwrap_or(0);
-            if conn.pairs.insert(id, version) {
-                self.counters.relevance_enter += 1;
-            }
-        }
+        let enters: Vec<(u32, usize)> = enters
+            .into_iter()
+            .map(|id| {
+                let class = self.objects.get(&id).map_or(0, |o| o.class);
+                let version = conn
+                    .bindings
+                    .get(&id)
+                    .map(|b| b.version)
+                    .or_else(|| conn.class_versions.get(&class).copied())
+                    .unwrap_or(0);
+                (id, version)
+            })
+            .collect();
+        self.counters.relevance_exit += exits.len() as u64;
+        self.counters.relevance_enter += conn.pairs.apply(&exits, enters) as u64;
     }
 
     /// Sends one receiver's changed and timed-out pairs: deltas at once,
@@ -912,7 +913,7 @@ impl Authority {
             // Most pairs have nothing to send: decide that from the pair's
             // hot summary and the object's revision alone (the rest of the
             // pair and the class are read only when something may go).
-            let Some(&hot) = pairs.hot_at(pos) else {
+            let Some(&hot) = pairs.hot_at(pos).filter(|h| !h.is_dead()) else {
                 return;
             };
             let id = hot.object_id;
