@@ -58,13 +58,13 @@ const INLINE_IN_FLIGHT: usize = 4;
 /// What the per-tick scan reads of a pair.
 #[derive(Clone, Copy)]
 pub(crate) struct Hot {
-    pub object_id: u32,
+    object_id: u32,
     /// Whether a base is acked (mirrors `Cold::acked`).
     acked: bool,
     /// Removed; skipped until the next [`Pairs::apply`] drops it.
     dead: bool,
     /// The object revision last sent (or found unchanged) on this pair.
-    pub last_sent_rev: u64,
+    last_sent_rev: u64,
     /// When the oldest send in flight went (mirrors `Cold::in_flight`).
     oldest_sent_ms: u64,
 }
@@ -83,6 +83,15 @@ impl Hot {
     /// Whether the pair was removed.
     pub(crate) fn is_dead(&self) -> bool {
         self.dead
+    }
+
+    pub(crate) fn object_id(&self) -> u32 {
+        self.object_id
+    }
+
+    /// The object revision last sent (or found unchanged) on this pair.
+    pub(crate) fn last_sent_rev(&self) -> u64 {
+        self.last_sent_rev
     }
 
     fn new(object_id: u32) -> Self {
@@ -109,7 +118,7 @@ struct Cold {
 /// One pair, borrowed for a change: the only way to change what a pair
 /// acked or has in flight, so [`Hot`] always agrees with it.
 pub(crate) struct PairMut<'a> {
-    pub hot: &'a mut Hot,
+    hot: &'a mut Hot,
     cold: &'a mut Cold,
 }
 
@@ -125,6 +134,11 @@ impl Cold {
 }
 
 impl PairMut<'_> {
+    /// The scan's view of this pair.
+    pub(crate) fn hot(&self) -> &Hot {
+        self.hot
+    }
+
     /// The acked base: its token and snapshot.
     pub(crate) fn acked(&self) -> Option<&(u64, Arc<Snapshot>)> {
         self.cold.acked.as_ref()
@@ -150,8 +164,12 @@ impl PairMut<'_> {
         }
     }
 
-    /// Records a send of `token` carrying `snap` (revision `rev`).
+    /// Records a send of `token` carrying `snap` (the pair's revision
+    /// last sent becomes `snap.rev`).
     pub(crate) fn record_send(&mut self, token: u64, snap: Arc<Snapshot>, now_ms: u64) {
+        // The last millisecond is the "nothing in flight" mark; a send at
+        // that time counts as one millisecond earlier.
+        let now_ms = now_ms.min(NOTHING_IN_FLIGHT - 1);
         if self.cold.in_flight.is_empty() {
             self.hot.oldest_sent_ms = now_ms;
         }
@@ -198,11 +216,13 @@ impl PairMut<'_> {
         self.hot.oldest_sent_ms = NOTHING_IN_FLIGHT;
     }
 
-    /// The acked base now stands for `snap` too (nothing visible differs).
-    pub(crate) fn refresh_acked(&mut self, snap: &Arc<Snapshot>) {
+    /// Nothing visible differs from the acked base: it now stands for
+    /// `snap` too, and `snap.rev` counts as sent.
+    pub(crate) fn mark_unchanged(&mut self, snap: &Arc<Snapshot>) {
         if let Some((_, s)) = self.cold.acked.as_mut() {
             *s = snap.clone();
         }
+        self.hot.last_sent_rev = snap.rev;
     }
 
     /// Drops the baseline: the next send is a full bunch.
@@ -324,6 +344,13 @@ impl Pairs {
         let live = self.hot.len() - self.dead + added;
         let old_hot = std::mem::replace(&mut self.hot, Vec::with_capacity(live));
         let old_cold = std::mem::replace(&mut self.cold, Vec::with_capacity(live));
+        // The first pair whose position changes: those before it keep
+        // theirs, and so their index entries.
+        let first_dead = old_hot.iter().position(|h| h.dead).unwrap_or(old_hot.len());
+        let first_enter = enters.first().map_or(old_hot.len(), |(id, _)| {
+            old_hot.partition_point(|h| h.object_id < *id)
+        });
+        let unmoved = first_dead.min(first_enter);
         let mut old = old_hot
             .into_iter()
             .zip(old_cold)
@@ -349,8 +376,7 @@ impl Pairs {
             self.cold.push(c);
         }
         self.dead = 0;
-        self.index.clear();
-        for (pos, h) in self.hot.iter().enumerate() {
+        for (pos, h) in self.hot.iter().enumerate().skip(unmoved) {
             // Pair counts are bounded by the objects of one node, far
             // below u32::MAX.
             self.index.insert(h.object_id, pos as u32);
@@ -476,6 +502,48 @@ mod tests {
         pairs.clear();
         assert_eq!(pairs.len(), 0);
         assert!(!pairs.contains(40));
+    }
+
+    #[test]
+    fn a_send_in_the_last_millisecond_still_counts_as_in_flight() {
+        let mut pairs = Pairs::default();
+        pairs.apply(&[], vec![(1, 0)]);
+        let mut p = pairs.get_mut(1).unwrap();
+        p.record_send(1, snap(1), u64::MAX);
+        assert!(p.hot().awaiting_first_ack());
+        assert!(p.hot().sent_at_or_before(u64::MAX - 1));
+    }
+
+    /// The index agrees with the arrays, which stay strictly ascending.
+    fn assert_consistent(pairs: &Pairs) {
+        let live: Vec<u32> = pairs.ids().collect();
+        assert!(live.windows(2).all(|w| w[0] < w[1]), "{live:?}");
+        assert_eq!(pairs.index.len(), live.len());
+        for (pos, h) in pairs.hot.iter().enumerate() {
+            if !h.dead {
+                assert_eq!(pairs.index.get(&h.object_id), Some(&(pos as u32)));
+                assert_eq!(pairs.find_from(h.object_id, 0), Some(pos));
+            }
+        }
+    }
+
+    #[test]
+    fn the_index_follows_every_merge_removal_and_compaction() {
+        let mut pairs = Pairs::default();
+        let mut seed = 0x2545_f491_u64;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 33) % n
+        };
+        for _ in 0..300 {
+            let exits: Vec<u32> = (0..next(4)).map(|_| next(200) as u32).collect();
+            let enters: Vec<(u32, usize)> = (0..next(6)).map(|_| (next(200) as u32, 0)).collect();
+            for _ in 0..next(3) {
+                pairs.remove(next(200) as u32);
+            }
+            pairs.apply(&exits, enters);
+            assert_consistent(&pairs);
+        }
     }
 
     #[test]

@@ -615,7 +615,7 @@ impl Authority {
                     && c.match_id == match_id
                     && c.pairs
                         .hot(object_id)
-                        .is_some_and(|p| p.last_sent_rev < rev)
+                        .is_some_and(|p| p.last_sent_rev() < rev)
             })
             .map(|(id, _)| *id)
             .collect();

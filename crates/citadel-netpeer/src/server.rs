@@ -656,7 +656,7 @@ impl Authority {
         let objects = &self.objects;
         c.pairs.for_each_mut(|mut pair| {
             if objects
-                .get(&pair.hot.object_id)
+                .get(&pair.hot().object_id())
                 .is_some_and(|o| o.class == class_id)
             {
                 pair.rebind_version(idx);
@@ -682,9 +682,8 @@ impl Authority {
         self.conns
             .get(&conn)
             .map(|c| {
-                let mut ids: Vec<u32> = c.pairs.ids().collect();
-                ids.sort_unstable();
-                ids
+                // Ascending already (the pairs' order).
+                c.pairs.ids().collect()
             })
             .unwrap_or_default()
     }
@@ -916,7 +915,7 @@ impl Authority {
             let Some(&hot) = pairs.hot_at(pos).filter(|h| !h.is_dead()) else {
                 return;
             };
-            let id = hot.object_id;
+            let id = hot.object_id();
             let Some(obj) = objects.get_mut(&id) else {
                 return;
             };
@@ -931,7 +930,7 @@ impl Authority {
                     return;
                 }
                 Cause::Timeout
-            } else if obj.cur.rev > hot.last_sent_rev && !hot.awaiting_first_ack() {
+            } else if obj.cur.rev > hot.last_sent_rev() && !hot.awaiting_first_ack() {
                 Cause::Normal
             } else {
                 return;
@@ -1101,8 +1100,7 @@ pub(crate) fn send_pair(
             // pair is looked at again next tick: after the ack its base
             // differs and a delta goes, after the timeout a full.
             if pair.in_flight() == 0 {
-                pair.refresh_acked(&obj.cur);
-                pair.hot.last_sent_rev = obj.cur.rev;
+                pair.mark_unchanged(&obj.cur);
             }
             return 0;
         }
