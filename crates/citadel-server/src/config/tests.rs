@@ -467,3 +467,30 @@ fn network_peer_keys_defaults_env_and_bounds() {
     }
     assert!(load("[transport.network_peer]\nbogus = 1\n", &[]).is_err());
 }
+
+#[test]
+fn flush_delay_has_a_default_and_a_named_bound() {
+    assert_eq!(
+        load("", &[]).unwrap().transport.websocket.flush_delay_us,
+        1_000
+    );
+    for ok in [0, 50_000] {
+        let c = load(
+            &format!("[transport.websocket]\nflush_delay_us = {ok}\n"),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(c.transport.websocket.flush_delay_us, ok);
+    }
+    let c = load(
+        "",
+        &[("CITADEL_TRANSPORT_WEBSOCKET_FLUSH_DELAY_US", "40000")],
+    )
+    .unwrap();
+    assert_eq!(c.transport.websocket.flush_delay_us, 40_000);
+    let err = load("[transport.websocket]\nflush_delay_us = 50001\n", &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("transport.websocket.flush_delay_us"), "{err}");
+    assert!(err.contains("50000"), "{err}");
+}

@@ -89,8 +89,10 @@ pub struct WebSocketConfig {
     pub flush_delay_us: u64,
 }
 
-/// Largest `transport.websocket.flush_delay_us` (10 ms: half a 20 Hz tick).
-pub const MAX_FLUSH_DELAY_US: u64 = 10_000;
+/// Largest `transport.websocket.flush_delay_us` (50 ms: one 20 Hz tick).
+/// Past a few ms the gap trades latency for CPU: `docs/benchmarks.md`
+/// ("What the flush delay buys") measures each step of it.
+pub const MAX_FLUSH_DELAY_US: u64 = 50_000;
 
 impl Default for WebSocketConfig {
     fn default() -> Self {
