@@ -341,19 +341,28 @@ impl Pairs {
             return 0;
         }
         let added = enters.len();
-        let live = self.hot.len() - self.dead + added;
-        let old_hot = std::mem::replace(&mut self.hot, Vec::with_capacity(live));
-        let old_cold = std::mem::replace(&mut self.cold, Vec::with_capacity(live));
-        // The first pair whose position changes: those before it keep
-        // theirs, and so their index entries.
-        let first_dead = old_hot.iter().position(|h| h.dead).unwrap_or(old_hot.len());
-        let first_enter = enters.first().map_or(old_hot.len(), |(id, _)| {
-            old_hot.partition_point(|h| h.object_id < *id)
+        // The pairs before the first dead one and the first insertion
+        // point keep their positions (and index entries): only the tail
+        // from there is merged.
+        let first_dead = if self.dead == 0 {
+            self.hot.len()
+        } else {
+            self.hot
+                .iter()
+                .position(|h| h.dead)
+                .unwrap_or(self.hot.len())
+        };
+        let first_enter = enters.first().map_or(self.hot.len(), |(id, _)| {
+            self.hot.partition_point(|h| h.object_id < *id)
         });
         let unmoved = first_dead.min(first_enter);
-        let mut old = old_hot
+        let tail_hot = self.hot.split_off(unmoved);
+        let tail_cold = self.cold.split_off(unmoved);
+        self.hot.reserve(tail_hot.len() + added);
+        self.cold.reserve(tail_cold.len() + added);
+        let mut old = tail_hot
             .into_iter()
-            .zip(old_cold)
+            .zip(tail_cold)
             .filter(|(h, _)| !h.dead)
             .peekable();
         let mut new = enters.into_iter().peekable();
@@ -376,6 +385,12 @@ impl Pairs {
             self.cold.push(c);
         }
         self.dead = 0;
+        // Give memory back after a large exit (a match change, a viewer
+        // that moved far).
+        if self.hot.capacity() > 4 * self.hot.len().max(16) {
+            self.hot.shrink_to_fit();
+            self.cold.shrink_to_fit();
+        }
         for (pos, h) in self.hot.iter().enumerate().skip(unmoved) {
             // Pair counts are bounded by the objects of one node, far
             // below u32::MAX.
