@@ -44,6 +44,7 @@ pub mod limits;
 mod pacing;
 mod pairs;
 pub mod proposal;
+mod revisions;
 pub mod server;
 pub mod session;
 pub mod value;

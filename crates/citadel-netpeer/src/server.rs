@@ -57,6 +57,7 @@ use crate::interest::{Grid, dist2, normalized};
 use crate::limits::{AuthorityConfig, Bucket};
 use crate::pacing::{Waiting, take_first};
 use crate::pairs::{PairMut, Pairs};
+use crate::revisions::Revisions;
 use crate::value::{Items, Value, ValueError, default_value, quantize, quantize_items};
 
 /// A multiply-rotate hasher for the hot `u32`-keyed maps: fixed (so
@@ -337,6 +338,9 @@ pub struct Authority {
     next_object: Option<u32>,
     pub(crate) out: VecDeque<Outgoing>,
     pub(crate) counters: Counters,
+    /// Scratch for `tick`: the objects' revisions, sorted (kept between
+    /// ticks for its allocation only).
+    revisions: Revisions,
 }
 
 /// What `send_pair` needs besides the pair and object.
@@ -384,6 +388,7 @@ impl Authority {
             next_object: Some(1),
             out: VecDeque::new(),
             counters: Counters::default(),
+            revisions: Revisions::default(),
         })
     }
 
@@ -780,13 +785,18 @@ impl Authority {
             o.bunches.clear();
             o.results.clear();
         }
+        // No object is written during a tick, so one sorted copy of the
+        // revisions serves every receiver's scan.
+        let mut revisions = std::mem::take(&mut self.revisions);
+        revisions.rebuild(self.objects.iter().map(|(&id, o)| (id, o.cur.rev)));
         let conn_ids: Vec<ConnId> = self.conns.keys().copied().collect();
         let mut candidates = Vec::new();
         let mut waiting = 0;
         for conn_id in conn_ids {
             self.update_relevance(conn_id, &grids, inner, outer, &mut candidates);
-            waiting += self.send_conn(conn_id, now_ms);
+            waiting += self.send_conn(conn_id, now_ms, &revisions);
         }
+        self.revisions = revisions;
         self.counters.fulls_waiting = waiting;
     }
 
@@ -883,7 +893,7 @@ impl Authority {
     /// full bunches within its per-tick budget (`pacing`), all of it within
     /// the lane room the driver set (`set_lane_room`). Returns the number of
     /// full bunches deferred.
-    fn send_conn(&mut self, conn_id: ConnId, now_ms: u64) -> u64 {
+    fn send_conn(&mut self, conn_id: ConnId, now_ms: u64, revisions: &Revisions) -> u64 {
         let SendParts {
             classes,
             objects,
@@ -908,15 +918,19 @@ impl Authority {
         let fulls_left = &mut conn.fulls_left;
         // A send in flight since at or before this has timed out.
         let cutoff = now_ms.checked_sub(config.ack_timeout_ms);
+        // Pairs are in ascending object id, and so is the table: the cursor
+        // walks forward (and restarts once, where the scan wraps around).
+        let mut revs = revisions.cursor();
         let mut visit = |pos: usize| {
             // Most pairs have nothing to send: decide that from the pair's
-            // hot summary and the object's revision alone (the rest of the
-            // pair and the class are read only when something may go).
+            // hot summary and the object's revision alone (the object, the
+            // rest of the pair and the class are read only when something
+            // may go).
             let Some(&hot) = pairs.hot_at(pos).filter(|h| !h.is_dead()) else {
                 return;
             };
             let id = hot.object_id();
-            let Some(obj) = objects.get_mut(&id) else {
+            let Some(rev) = revs.rev_of(id) else {
                 return;
             };
             let timed_out = cutoff.is_some_and(|c| hot.sent_at_or_before(c));
@@ -924,15 +938,18 @@ impl Authority {
                 let Some(mut pair) = pairs.at_mut(pos) else {
                     return;
                 };
-                let in_sync = pair.acked().is_some_and(|(_, s)| s.rev == obj.cur.rev);
+                let in_sync = pair.acked().is_some_and(|(_, s)| s.rev == rev);
                 if in_sync {
                     pair.clear_in_flight();
                     return;
                 }
                 Cause::Timeout
-            } else if obj.cur.rev > hot.last_sent_rev() && !hot.awaiting_first_ack() {
+            } else if rev > hot.last_sent_rev() && !hot.awaiting_first_ack() {
                 Cause::Normal
             } else {
+                return;
+            };
+            let Some(obj) = objects.get_mut(&id) else {
                 return;
             };
             let (Some(class), Some(pair)) = (classes.get(&obj.class), pairs.at_mut(pos)) else {
