@@ -49,39 +49,26 @@ impl Revisions {
 /// A forward walk over a [`Revisions`] table.
 pub(crate) struct Cursor<'a> {
     entries: &'a [(u32, u64)],
-    /// Where the next search starts: everything before it is below the
-    /// last id asked for, or is that id.
+    /// Where the next lookup probes first: one past the last id found.
     next: usize,
 }
 
 impl Cursor<'_> {
-    /// The revision of object `id`, `None` if it does not exist. Amortized
-    /// O(1) when asked in ascending id; an id at or below the previous one
-    /// restarts the search from the beginning.
+    /// The revision of object `id`, `None` if it does not exist. Probes the
+    /// few entries from the last hit on (where the next id of an ascending
+    /// walk is), then falls back to a binary search of the whole table, so
+    /// any order is answered and an ascending one costs O(1) a lookup.
     pub(crate) fn rev_of(&mut self, id: u32) -> Option<u64> {
-        let went_back = self
-            .next
-            .checked_sub(1)
-            .and_then(|prev| self.entries.get(prev))
-            .is_some_and(|&(prev_id, _)| prev_id >= id);
-        let start = if went_back { 0 } else { self.next };
-        let rest = self.entries.get(start..).unwrap_or_default();
-        let offset = rest
+        let ahead = self.entries.get(self.next..).unwrap_or_default();
+        let probed = ahead
             .iter()
             .take(LINEAR_PROBE)
-            .position(|&(k, _)| k >= id)
-            .unwrap_or_else(|| rest.partition_point(|&(k, _)| k < id));
-        let at = start + offset;
-        match self.entries.get(at) {
-            Some(&(k, rev)) if k == id => {
-                self.next = at + 1;
-                Some(rev)
-            }
-            _ => {
-                self.next = at;
-                None
-            }
-        }
+            .take_while(|&&(k, _)| k <= id)
+            .position(|&(k, _)| k == id)
+            .map(|i| self.next + i);
+        let at = probed.or_else(|| self.entries.binary_search_by_key(&id, |&(k, _)| k).ok())?;
+        self.next = at + 1;
+        self.entries.get(at).map(|&(_, rev)| rev)
     }
 }
 

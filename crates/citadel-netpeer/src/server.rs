@@ -919,7 +919,8 @@ impl Authority {
         // A send in flight since at or before this has timed out.
         let cutoff = now_ms.checked_sub(config.ack_timeout_ms);
         // Pairs are in ascending object id, and so is the table: the cursor
-        // walks forward (and restarts once, where the scan wraps around).
+        // walks forward (and finds its place by binary search once, where
+        // the scan wraps around).
         let mut revs = revisions.cursor();
         let mut visit = |pos: usize| {
             // Most pairs have nothing to send: decide that from the pair's
