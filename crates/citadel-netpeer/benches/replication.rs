@@ -206,14 +206,23 @@ impl Scenario {
                 self.server.handle_ack(1 + i as u64, &ack);
             }
         }
-        self.server.tick(self.now);
-        self.now += TICK_MS;
+        // Drained after each receiver, as the node's driver does.
         let mut bytes = 0;
-        while let Some(out) = self.server.poll_output() {
-            bytes += out.body.len() + FRAMING;
-            self.tally.add(&out.body);
-            self.inbox[(out.conn - 1) as usize].push(out.body);
-        }
+        let Scenario {
+            server,
+            tally,
+            inbox,
+            now,
+            ..
+        } = self;
+        server.tick_draining(*now, |server| {
+            while let Some(out) = server.poll_output() {
+                bytes += out.frame.len();
+                tally.add(out.body());
+                inbox[(out.conn - 1) as usize].push(out.body_bytes());
+            }
+        });
+        self.now += TICK_MS;
         bytes
     }
 
@@ -400,7 +409,7 @@ fn latency() {
             sc.server.tick(now);
             while let Some(out) = sc.server.poll_output() {
                 let mut packet = now.to_be_bytes().to_vec();
-                packet.extend_from_slice(&out.body);
+                packet.extend_from_slice(out.body());
                 down[(out.conn - 1) as usize].send(now as f64, packet);
             }
         }

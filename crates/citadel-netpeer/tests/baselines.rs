@@ -22,7 +22,7 @@ fn server(config: AuthorityConfig) -> Authority {
 
 fn drain(s: &mut Authority) -> Vec<Vec<u8>> {
     std::iter::from_fn(|| s.poll_output())
-        .map(|o| o.body.to_vec())
+        .map(|o| o.body().to_vec())
         .collect()
 }
 
@@ -298,7 +298,7 @@ fn cond_masking_per_receiver() -> TestResult {
         now += 50;
         while let Some(out) = s.poll_output() {
             let x = &mut sessions[(out.conn - 1) as usize];
-            x.handle_bunch(&out.body).expect("applies");
+            x.handle_bunch(out.body()).expect("applies");
             while let Some(a) = x.poll_ack() {
                 s.handle_ack(out.conn, &a);
             }
@@ -357,7 +357,7 @@ fn tick_out(s: &mut Authority, now: u64) -> BTreeMap<u64, Vec<bytes::Bytes>> {
     s.tick(now);
     let mut by_conn: BTreeMap<u64, Vec<bytes::Bytes>> = BTreeMap::new();
     while let Some(o) = s.poll_output() {
-        by_conn.entry(o.conn).or_default().push(o.body);
+        by_conn.entry(o.conn).or_default().push(o.body_bytes());
     }
     by_conn
 }
@@ -586,5 +586,69 @@ fn jittered_acks_keep_the_distinct_bunches_per_tick_bounded() -> TestResult {
     for (i, session) in sessions.iter().enumerate() {
         assert_converged(&s, i as u64 + 1, session);
     }
+    Ok(())
+}
+
+/// What each drain of a tick handed over: (receiver, frame).
+type Drains = Vec<Vec<(u64, bytes::Bytes)>>;
+
+#[test]
+fn envelopes_come_framed_and_a_draining_tick_hands_them_over_receiver_by_receiver() -> TestResult {
+    let run = |draining: bool| -> Result<Drains, Box<dyn std::error::Error>> {
+        let mut s = server(AuthorityConfig::default());
+        for c in 1..=3 {
+            s.connect(c, false, 0);
+        }
+        for _ in 0..4 {
+            s.spawn(SHIP, 0, None, false)?;
+        }
+        let mut drains: Drains = Vec::new();
+        let mut take = |s: &mut Authority| {
+            let got: Vec<_> = std::iter::from_fn(|| s.poll_output())
+                .map(|o| (o.conn, o.frame))
+                .collect();
+            if !got.is_empty() {
+                drains.push(got);
+            }
+        };
+        if draining {
+            s.tick_draining(0, &mut take);
+        } else {
+            s.tick(0);
+            take(&mut s);
+        }
+        Ok(drains)
+    };
+    let whole = run(false)?;
+    let by_receiver = run(true)?;
+    assert_eq!(whole.len(), 1, "a plain tick queues everything");
+    assert_eq!(by_receiver.len(), 3, "one drain per receiver");
+    for d in &by_receiver {
+        assert_eq!(d.len(), 4, "each receiver's four fulls");
+        assert!(
+            d.iter().all(|(c, _)| *c == d[0].0),
+            "one receiver per drain"
+        );
+    }
+    // Same envelopes, same order, whichever way the tick was drained.
+    assert_eq!(whole[0], by_receiver.concat());
+    // Each is a framed kind-13 envelope whose body is the bunch; receivers
+    // of the same bunch share one frame.
+    for (_, frame) in &whole[0] {
+        let mut buf = bytes::BytesMut::from(&frame[..]);
+        let env = citadel_wire::decode_framed(&mut buf)?.ok_or("a whole frame")?;
+        assert!(buf.is_empty());
+        assert_eq!(env.kind, citadel_wire::protocol::KIND_REP_DELTA);
+        assert_eq!(
+            base_of(&server(AuthorityConfig::default()), SHIP, &env.body),
+            BunchBase::Full
+        );
+    }
+    let (a, b) = (&whole[0][0].1, &whole[0][4].1);
+    assert_eq!(
+        a, b,
+        "receivers 1 and 2 get the same full of the first object"
+    );
+    assert_eq!(a.as_ptr(), b.as_ptr(), "and share its frame");
     Ok(())
 }

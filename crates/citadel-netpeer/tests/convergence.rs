@@ -101,15 +101,15 @@ fn run(shared: bool, seed: u64, viewers: bool) -> Run {
         server.tick(now);
         while let Some(out) = server.poll_output() {
             let schema = server.class(SHIP).expect("class").current();
-            let bunch = DeltaBunch::decode(&out.body, schema).expect("server bunch decodes");
+            let bunch = DeltaBunch::decode(out.body(), schema).expect("server bunch decodes");
             let last = last_token.insert((out.conn, bunch.object_id), bunch.result_id);
             assert!(
                 last.is_none_or(|t| t < bunch.result_id),
                 "tokens strictly increase per receiver and object"
             );
-            stream.push((out.conn, out.body.to_vec()));
+            stream.push((out.conn, out.body().to_vec()));
             let c = &mut clients[(out.conn - 1) as usize];
-            c.down.send(now as f64, out.body.to_vec());
+            c.down.send(now as f64, out.body().to_vec());
         }
         for c in &mut clients {
             for body in c.down.poll(now as f64) {

@@ -68,13 +68,13 @@ fn mutated_bunches_never_corrupt_a_session_or_the_server() {
         while let Some(out) = s.poll_output() {
             if out.conn == 1 {
                 session
-                    .handle_bunch(&out.body)
+                    .handle_bunch(out.body())
                     .expect("a server bunch applies");
                 if let Some(a) = session.poll_ack() {
                     s.handle_ack(1, &a);
                 }
             }
-            seeds.push(out.body.to_vec());
+            seeds.push(out.body().to_vec());
         }
     }
     let mut applied = 0;

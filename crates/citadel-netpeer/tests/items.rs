@@ -26,9 +26,9 @@ fn exchange(s: &mut Authority, session: &mut NetworkPeerSession, now: u64) -> bo
     let mut deltas_only = true;
     while let Some(out) = s.poll_output() {
         let schema = s.class(SHIP).expect("class").current();
-        let bunch = DeltaBunch::decode(&out.body, schema).expect("decodes");
+        let bunch = DeltaBunch::decode(out.body(), schema).expect("decodes");
         deltas_only &= bunch.base != citadel_wire::netpeer::BunchBase::Full;
-        session.handle_bunch(&out.body).expect("applies");
+        session.handle_bunch(out.body()).expect("applies");
     }
     while let Some(ack) = session.poll_ack() {
         s.handle_ack(CONN, &ack);

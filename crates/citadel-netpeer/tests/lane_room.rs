@@ -51,7 +51,7 @@ impl Rig {
         while let Some(out) = self.server.poll_output() {
             assert_eq!(out.conn, 1);
             sent += 1;
-            match self.session.handle_bunch(&out.body) {
+            match self.session.handle_bunch(out.body()) {
                 Ok(Outcome::NeedsFull { .. }) => panic!("a delta onto a base it lacks"),
                 Ok(_) => {}
                 Err(e) => panic!("a server bunch was rejected: {e}"),

@@ -88,7 +88,7 @@ fn tick(server: &mut Authority, rx: &mut [Receiver], now: u64) -> BTreeMap<u64, 
     let mut fulls = BTreeMap::new();
     while let Some(out) = server.poll_output() {
         let schema = server.class(SHIP).expect("class").current();
-        let bunch = DeltaBunch::decode(&out.body, schema).expect("server bunch decodes");
+        let bunch = DeltaBunch::decode(out.body(), schema).expect("server bunch decodes");
         let r = rx
             .iter_mut()
             .find(|r| r.conn == out.conn)
@@ -104,7 +104,7 @@ fn tick(server: &mut Authority, rx: &mut [Receiver], now: u64) -> BTreeMap<u64, 
                 bunch.object_id
             );
         }
-        r.down.send(now as f64, out.body.to_vec());
+        r.down.send(now as f64, out.body().to_vec());
     }
     fulls
 }
@@ -178,10 +178,10 @@ fn ack_timeout_re_baselines_of_every_pair_are_paced() {
         let mut fulls = 0;
         while let Some(out) = server.poll_output() {
             let schema = server.class(SHIP).expect("class").current();
-            let bunch = DeltaBunch::decode(&out.body, schema).expect("decodes");
+            let bunch = DeltaBunch::decode(out.body(), schema).expect("decodes");
             fulls += usize::from(bunch.base == BunchBase::Full);
             if pass {
-                session.handle_bunch(&out.body).expect("applies");
+                session.handle_bunch(out.body()).expect("applies");
             }
         }
         if let Some(ack) = session.poll_ack() {
@@ -247,7 +247,7 @@ fn nearest_first_and_leaving_relevance_cancels_the_wait() {
     let mut sent = Vec::new();
     while let Some(out) = server.poll_output() {
         sent.push(
-            DeltaBunch::decode(&out.body, &schema)
+            DeltaBunch::decode(out.body(), &schema)
                 .expect("decodes")
                 .object_id,
         );

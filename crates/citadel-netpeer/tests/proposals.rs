@@ -40,7 +40,7 @@ fn world(config: AuthorityConfig) -> World {
     s.tick(0);
     while let Some(out) = s.poll_output() {
         if out.conn == OWNER {
-            session.handle_bunch(&out.body).expect("applies");
+            session.handle_bunch(out.body()).expect("applies");
         }
     }
     World {
@@ -367,7 +367,7 @@ fn veto_corrects_the_owner_and_a_panicking_hook_vetoes_everything() -> TestResul
         .iter()
         .find(|o| o.conn == OWNER)
         .expect("a correction to the owner");
-    assert_eq!(correction.body[4] & 0x80, 0x80, "a full server bunch");
+    assert_eq!(correction.body()[4] & 0x80, 0x80, "a full server bunch");
     assert!(
         out.iter().any(|o| o.conn == PEER),
         "the accepted part is rebroadcast"
@@ -498,7 +498,7 @@ fn rebroadcast_reaches_relevant_peers_within_the_byte_budget() -> TestResult {
     // Every receiver applies and acks its full, so the change goes as
     // deltas (a pair whose full is unacked waits for that ack).
     while let Some(out) = s.poll_output() {
-        sessions[(out.conn - 1) as usize].handle_bunch(&out.body)?;
+        sessions[(out.conn - 1) as usize].handle_bunch(out.body())?;
     }
     for (i, session) in sessions.iter_mut().enumerate() {
         while let Some(a) = session.poll_ack() {
@@ -559,7 +559,7 @@ fn compatible_evolution_accepts_listed_prefix_versions_above_the_floor() -> Test
     old.register(v2.clone());
     s.tick(0);
     while let Some(out) = s.poll_output() {
-        old.handle_bunch(&out.body)?;
+        old.handle_bunch(out.body())?;
     }
     assert_eq!(
         old.state(obj).expect("held").len(),

@@ -37,9 +37,9 @@ fn script() -> (Authority, Vec<(u64, Vec<u8>)>) {
         }
         s.tick(tick * 50);
         while let Some(out) = s.poll_output() {
-            sent.push((out.conn, out.body.to_vec()));
+            sent.push((out.conn, out.body().to_vec()));
             let session = &mut sessions[(out.conn - 1) as usize];
-            session.handle_bunch(&out.body).expect("applies");
+            session.handle_bunch(out.body()).expect("applies");
             while let Some(ack) = session.poll_ack() {
                 s.handle_ack(out.conn, &ack);
             }

@@ -7,11 +7,12 @@
 //! the optional veto hook, and the monotonic epoch it derives the core's
 //! explicit time (`now_ms`) from. Each call locks, hands the input and
 //! `now_ms` to the core, copies the core's counters to `/metrics`
-//! ([`NetpeerStats`]), then drains the core's addressed bodies into the
-//! [`Router`] on the reliable lane (kinds 13 and 15 are reliable,
-//! realtime-wire §2) before unlocking, so two calls never interleave their
-//! bunches. The lock is never held across an `.await`; a router push never
-//! blocks.
+//! ([`NetpeerStats`]), then drains the core's addressed envelopes (framed
+//! by the core, once per distinct body) into the [`Router`] on the
+//! reliable lane (kinds 13 and 15 are reliable, realtime-wire §2) before
+//! unlocking, so two calls never interleave their bunches; a tick drains
+//! after each receiver (`Authority::tick_draining`). The lock is never
+//! held across an `.await`; a router push never blocks.
 //!
 //! What it is not: it has no replication rules of its own (full/delta,
 //! caps, acks, relevance, the §6.3 pipeline live in citadel-netpeer and are
@@ -33,8 +34,6 @@ mod veto;
 pub use stats::NetpeerStats;
 pub use veto::{Verdict, VetoCaller, VetoOutcome, VetoRequest};
 
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -43,19 +42,11 @@ use citadel_netpeer::{
     ApiError, Applied, Authority, ClassError, ClassSpec, ConnId, Items, NoVeto, Outgoing,
     Rejection, Value, VetoHook,
 };
-use citadel_wire::Envelope;
 use citadel_wire::netpeer::FieldValue;
 
 use crate::config::{ConfigError, NetworkPeerConfig};
 use crate::metrics::Metrics;
-use crate::router::{Router, frame};
-
-/// Framed envelopes of one drain, by body (address, length) and kind.
-type FrameCache = HashMap<
-    (usize, usize, u16),
-    (Bytes, Bytes),
-    BuildHasherDefault<citadel_netpeer::server::IdHasher>,
->;
+use crate::router::Router;
 
 /// The veto hook trusted code installs (`Send`: the driver is shared).
 pub type BoxedVeto = Box<dyn VetoHook + Send>;
@@ -63,8 +54,8 @@ pub type BoxedVeto = Box<dyn VetoHook + Send>;
 struct Driven {
     core: Authority,
     veto: Option<BoxedVeto>,
-    /// Scratch of `drive`, kept for its capacity (emptied after each drain).
-    framed: FrameCache,
+    /// Scratch of `route_output`, kept for its capacity (emptied after
+    /// each receiver).
     burst: Vec<Bytes>,
 }
 
@@ -105,7 +96,6 @@ impl NetPeerNode {
             state: Mutex::new(Driven {
                 core,
                 veto: None,
-                framed: HashMap::default(),
                 burst: Vec::new(),
             }),
             enabled: config.enabled,
@@ -140,33 +130,21 @@ impl NetPeerNode {
         let mut driven = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let result = input(&mut driven, now);
         self.metrics.netpeer.publish(driven.core.counters());
-        // The core shares one body's `Bytes` among the receivers of a bunch;
-        // frame each distinct body once per drain and share the frame. The
-        // cache holds the body, so its address cannot be reused meanwhile.
-        // The core emits each receiver's bodies together (a tick goes
-        // receiver by receiver), so consecutive frames for one connection
-        // are handed to the router as one burst: one lookup, one lane lock
-        // and one wake-up per receiver and drain.
-        let Driven {
-            core,
-            framed,
-            burst,
-            ..
-        } = &mut *driven;
+        let Driven { core, burst, .. } = &mut *driven;
+        self.route_output(core, burst);
+        result
+    }
+
+    /// Drains the core's queue into the router. The core frames each
+    /// distinct body once and shares the frame among its receivers, so each
+    /// envelope is handed on as is. The core emits each receiver's
+    /// envelopes together (a tick goes receiver by receiver), so
+    /// consecutive frames for one connection go to the router as one
+    /// burst: one lookup, one lane lock and one wake-up per receiver and
+    /// drain.
+    fn route_output(&self, core: &mut Authority, burst: &mut Vec<Bytes>) {
         let mut burst_conn = None;
-        while let Some(Outgoing { conn, kind, body }) = core.poll_output() {
-            let key = (body.as_ptr() as usize, body.len(), kind);
-            let frame = framed
-                .entry(key)
-                .or_insert_with(|| {
-                    let f = frame(&Envelope {
-                        kind,
-                        body: body.clone(),
-                    });
-                    (body, f)
-                })
-                .1
-                .clone();
+        while let Some(Outgoing { conn, frame, .. }) = core.poll_output() {
             if burst_conn != Some(conn) {
                 if let Some(to) = burst_conn {
                     self.route(to, burst);
@@ -178,10 +156,6 @@ impl NetPeerNode {
         if let Some(to) = burst_conn {
             self.route(to, burst);
         }
-        if !framed.is_empty() {
-            framed.clear(); // keeps the capacity for the next tick
-        }
-        result
     }
 
     /// Hands one receiver's frames to the router (draining `frames`);
@@ -245,7 +219,10 @@ impl NetPeerNode {
                     .map(|free| free.saturating_sub(self.lane_reserve));
                 d.core.set_lane_room(id, room);
             }
-            d.core.tick(now)
+            // Each receiver's bunches go to the router as soon as they are
+            // queued, while they are still in the cache.
+            let Driven { core, burst, .. } = d;
+            core.tick_draining(now, |core| self.route_output(core, burst));
         });
     }
 
