@@ -367,6 +367,8 @@ pub struct Authority {
     /// Scratch for `tick`: the objects' revisions, sorted (kept between
     /// ticks for its allocation only).
     revisions: Revisions,
+    /// Scratch for `handle_ack` (kept for its allocation only).
+    ack_scratch: Vec<(u32, AckWindow)>,
 }
 
 /// What `send_pair` needs besides the pair and object.
@@ -415,6 +417,7 @@ impl Authority {
             out: VecDeque::new(),
             counters: Counters::default(),
             revisions: Revisions::default(),
+            ack_scratch: Vec::new(),
         })
     }
 
@@ -761,26 +764,12 @@ impl Authority {
             self.counters.acks_malformed += 1;
             return 0;
         };
-        let mut advanced = 0;
-        // Clients list objects in ascending id, the pairs' order: each
-        // entry is looked for a few positions after the previous one.
-        let mut hint = 0;
-        for e in &ack.entries {
-            let pos = c.pairs.find_from(e.object_id, hint);
-            let (Some(mut pair), Ok(window)) = (
-                pos.and_then(|p| c.pairs.at_mut(p)),
-                AckWindow::from_wire(e.acked_result_id, e.history),
-            ) else {
-                self.counters.acks_ignored += 1;
-                continue;
-            };
-            hint = pos.map_or(hint, |p| p + 1);
-            if pair.ack(&window) {
-                advanced += 1;
-            } else {
-                self.counters.acks_ignored += 1;
-            }
-        }
+        let entries = ack.entries.iter().map(|e| {
+            let window = AckWindow::from_wire(e.acked_result_id, e.history).ok();
+            (e.object_id, window)
+        });
+        let (advanced, ignored) = c.pairs.ack_all(entries, &mut self.ack_scratch);
+        self.counters.acks_ignored += ignored as u64;
         self.counters.acks_advanced += advanced as u64;
         advanced
     }
