@@ -41,6 +41,7 @@ pub mod encode;
 pub mod interest;
 pub mod items;
 pub mod limits;
+pub mod out;
 mod pacing;
 mod pairs;
 pub mod proposal;
@@ -53,7 +54,8 @@ pub use class::{
     Authority as FieldAuthority, Class, ClassError, ClassSpec, Cond, Evolution, FieldSpec, TypeTag,
 };
 pub use limits::{AuthorityConfig, InterestConfig, Limits};
+pub use out::Outgoing;
 pub use proposal::{Applied, NoVeto, Pending, Proposal, Rejection, VetoHook};
-pub use server::{ApiError, Authority, ConnId, Counters, Outgoing};
+pub use server::{ApiError, Authority, ConnId, Counters};
 pub use session::{NetworkPeerSession, Outcome, SessionError, SessionLimits};
 pub use value::{Items, Value};

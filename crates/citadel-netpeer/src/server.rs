@@ -40,16 +40,16 @@
 //! (untrusted input), `tick(now_ms)`, then `poll_output` until `None`
 //! (or `tick_draining`, which drains after each receiver).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use citadel_wire::ack::AckWindow;
 use citadel_wire::baseline::TokenAllocator;
+use citadel_wire::encode_framed_parts;
 use citadel_wire::netpeer::{BunchBase, FieldValue, RepAck, RepSchema, RepSchemaEntry};
-use citadel_wire::protocol::{KIND_REP_DELTA, KIND_REP_SCHEMA, LENGTH_PREFIX_BYTES};
-use citadel_wire::{KIND_BYTES, encode_framed_parts};
+use citadel_wire::protocol::{KIND_REP_DELTA, KIND_REP_SCHEMA};
 
 use crate::class::{Class, ClassError, ClassSpec};
 use crate::encode::{
@@ -57,6 +57,7 @@ use crate::encode::{
 };
 use crate::interest::{Grid, dist2, normalized};
 use crate::limits::{AuthorityConfig, Bucket};
+use crate::out::{FRAME_HEADER, OutQueue, Outgoing};
 use crate::pacing::{Waiting, take_first};
 use crate::pairs::{PairMut, Pairs};
 use crate::revisions::Revisions;
@@ -95,37 +96,6 @@ pub(crate) type IdMap<V> = HashMap<u32, V, BuildHasherDefault<IdHasher>>;
 
 /// A connection id chosen by the driver.
 pub type ConnId = u64;
-
-/// Bytes before an envelope's body in its framed form: the length prefix
-/// and the kind.
-const FRAME_HEADER: usize = LENGTH_PREFIX_BYTES + KIND_BYTES;
-
-/// One addressed envelope, already framed.
-///
-/// The core frames each distinct body once, when it encodes it, and every
-/// receiver of that body shares the frame (`Bytes`), so a driver hands
-/// `frame` to its transport as is: no per-receiver framing or lookup.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outgoing {
-    /// Recipient.
-    pub conn: ConnId,
-    /// Envelope kind (13, or 15 for a schema table).
-    pub kind: u16,
-    /// The framed envelope: length prefix, kind, body (realtime-wire §1).
-    pub frame: Bytes,
-}
-
-impl Outgoing {
-    /// The envelope body (the frame after its header).
-    pub fn body(&self) -> &[u8] {
-        self.frame.get(FRAME_HEADER..).unwrap_or_default()
-    }
-
-    /// The envelope body as shared `Bytes` (a view into the frame).
-    pub fn body_bytes(&self) -> Bytes {
-        self.frame.slice(FRAME_HEADER.min(self.frame.len())..)
-    }
-}
 
 /// Frames `body` as an envelope of `kind`.
 fn framed(kind: u16, body: &[u8]) -> Bytes {
@@ -362,7 +332,7 @@ pub struct Authority {
     pub(crate) conns: BTreeMap<ConnId, Conn>,
     pub(crate) tokens: TokenAllocator,
     next_object: Option<u32>,
-    pub(crate) out: VecDeque<Outgoing>,
+    pub(crate) out: OutQueue,
     pub(crate) counters: Counters,
     /// Scratch for `tick`: the objects' revisions, sorted (kept between
     /// ticks for its allocation only).
@@ -376,7 +346,7 @@ pub(crate) struct SendCtx<'a> {
     pub config: &'a AuthorityConfig,
     pub tokens: &'a mut TokenAllocator,
     pub counters: &'a mut Counters,
-    pub out: &'a mut VecDeque<Outgoing>,
+    pub out: &'a mut OutQueue,
 }
 
 /// The parts of an [`Authority`] that sending a pair borrows at once.
@@ -414,7 +384,7 @@ impl Authority {
             conns: BTreeMap::new(),
             tokens: TokenAllocator::new(),
             next_object: Some(1),
-            out: VecDeque::new(),
+            out: OutQueue::default(),
             counters: Counters::default(),
             revisions: Revisions::default(),
             ack_scratch: Vec::new(),
@@ -744,12 +714,8 @@ impl Authority {
 
     /// Queues the schema table for a connection (kind 15).
     pub fn send_schema_table(&mut self, conn: ConnId) {
-        let body = self.schema_table();
-        self.out.push_back(Outgoing {
-            conn,
-            kind: KIND_REP_SCHEMA,
-            frame: framed(KIND_REP_SCHEMA, &body),
-        });
+        let frame = framed(KIND_REP_SCHEMA, &self.schema_table());
+        self.out.push(conn, KIND_REP_SCHEMA, &frame);
     }
 
     // ---- untrusted input: acks ---------------------------------------------
@@ -1042,9 +1008,16 @@ impl Authority {
         (waiting.len() - n) as u64
     }
 
-    /// Next addressed envelope, in queue order.
+    /// Next addressed envelope (or packed burst of them), in queue order.
     pub fn poll_output(&mut self) -> Option<Outgoing> {
-        self.out.pop_front()
+        self.out.pop()
+    }
+
+    /// Packs consecutive small envelopes for one receiver into one
+    /// [`Outgoing`] of at most `max_bytes` (`None`, the default: one
+    /// envelope each). See `out`.
+    pub fn set_output_packing(&mut self, max_bytes: Option<usize>) {
+        self.out.set_packing(max_bytes);
     }
 }
 
@@ -1153,7 +1126,7 @@ pub(crate) fn send_pair(
             full,
             forced,
             frame,
-        } => (*token, *full, *forced, frame.clone()),
+        } => (*token, *full, *forced, frame),
     };
     if forced {
         ctx.counters.full_collection_cap += 1;
@@ -1172,11 +1145,7 @@ pub(crate) fn send_pair(
     let len = frame.len().saturating_sub(FRAME_HEADER);
     ctx.counters.bunch_bytes += len as u64;
     pair.record_send(token, obj.cur.clone(), now_ms);
-    ctx.out.push_back(Outgoing {
-        conn: conn_id,
-        kind: KIND_REP_DELTA,
-        frame,
-    });
+    ctx.out.push(conn_id, KIND_REP_DELTA, frame);
     len
 }
 

@@ -594,8 +594,11 @@ type Drains = Vec<Vec<(u64, bytes::Bytes)>>;
 
 #[test]
 fn envelopes_come_framed_and_a_draining_tick_hands_them_over_receiver_by_receiver() -> TestResult {
-    let run = |draining: bool| -> Result<Drains, Box<dyn std::error::Error>> {
+    let run = |draining: bool, packing: bool| -> Result<Drains, Box<dyn std::error::Error>> {
         let mut s = server(AuthorityConfig::default());
+        if packing {
+            s.set_output_packing(Some(16 * 1024));
+        }
         for c in 1..=3 {
             s.connect(c, false, 0);
         }
@@ -619,8 +622,8 @@ fn envelopes_come_framed_and_a_draining_tick_hands_them_over_receiver_by_receive
         }
         Ok(drains)
     };
-    let whole = run(false)?;
-    let by_receiver = run(true)?;
+    let whole = run(false, false)?;
+    let by_receiver = run(true, false)?;
     assert_eq!(whole.len(), 1, "a plain tick queues everything");
     assert_eq!(by_receiver.len(), 3, "one drain per receiver");
     for d in &by_receiver {
@@ -650,5 +653,20 @@ fn envelopes_come_framed_and_a_draining_tick_hands_them_over_receiver_by_receive
         "receivers 1 and 2 get the same full of the first object"
     );
     assert_eq!(a.as_ptr(), b.as_ptr(), "and share its frame");
+    // Packed: one output per receiver holding its four envelopes back to
+    // back, byte for byte the unpacked ones.
+    let packed = run(true, true)?;
+    assert_eq!(packed.len(), 3);
+    for (d, unpacked) in packed.iter().zip(&by_receiver) {
+        assert_eq!(d.len(), 1, "one burst per receiver");
+        assert_eq!(d[0].0, unpacked[0].0);
+        assert_eq!(
+            d[0].1,
+            unpacked
+                .iter()
+                .flat_map(|(_, f)| f.to_vec())
+                .collect::<Vec<u8>>()
+        );
+    }
     Ok(())
 }

@@ -2,8 +2,11 @@
 //! writer task.
 //!
 //! - Reliable lane: envelopes that must arrive (room frames, RPC replies,
-//!   relayed application kinds). Full, or past the byte cap → the client is
-//!   too slow: the connection is closed with `SlowConsumer`.
+//!   relayed application kinds). An entry is one framed envelope or a
+//!   packed burst of several (a NetworkPeer tick's deltas for this
+//!   connection); the envelope capacity counts each envelope. Full, or past
+//!   the byte cap → the client is too slow: the connection is closed with
+//!   `SlowConsumer`.
 //! - Unreliable lane: envelopes a later one supersedes (relayed positions).
 //!   Full → the oldest is dropped and counted.
 //!
@@ -21,6 +24,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::{CloseReason, DropReason, Metrics};
+use citadel_wire::protocol::LENGTH_PREFIX_BYTES;
 
 /// Bounds of one connection's lanes.
 #[derive(Debug, Clone, Copy)]
@@ -33,12 +37,93 @@ pub struct LaneLimits {
     pub max_bytes: usize,
 }
 
+/// One reliable queue entry: a framed envelope, or several concatenated
+/// (a packed burst, [`Outbound::send_reliable_packed`]), and how many.
+#[derive(Debug)]
+struct Reliable {
+    frames: Bytes,
+    envelopes: usize,
+}
+
 #[derive(Debug, Default)]
 struct LaneState {
-    reliable: VecDeque<Bytes>,
+    reliable: VecDeque<Reliable>,
+    /// Envelopes in `reliable` (a packed entry counts each of its own):
+    /// what the lane's envelope capacity bounds.
+    reliable_envelopes: usize,
     unreliable: VecDeque<Bytes>,
     bytes: usize,
     close: Option<CloseReason>,
+}
+
+impl LaneState {
+    /// Moves reliable envelopes into `out`, in order, while `out` stays
+    /// within `max_bytes` (at least one envelope when `count` is 0, however
+    /// long), adding them to `count`. A packed entry that does not fit
+    /// whole gives the whole envelopes from its front that do, so a write
+    /// is never longer than `max_bytes` because of packing. Returns whether
+    /// the reliable lane was emptied (budget left for other frames).
+    fn take_reliable(&mut self, out: &mut BytesMut, max_bytes: usize, count: &mut usize) -> bool {
+        while let Some(front) = self.reliable.front_mut() {
+            let room = max_bytes.saturating_sub(out.len());
+            let whole = front.frames.len() <= room || (*count == 0 && front.envelopes == 1);
+            if !whole {
+                let (taken, envelopes) = front.split_front(room, *count == 0);
+                if front.envelopes == 0 {
+                    self.reliable.pop_front();
+                }
+                self.bytes -= taken.len();
+                self.reliable_envelopes -= envelopes;
+                out.extend_from_slice(&taken);
+                *count += envelopes;
+                return false;
+            }
+            let Some(entry) = self.reliable.pop_front() else {
+                break;
+            };
+            self.bytes -= entry.frames.len();
+            self.reliable_envelopes -= entry.envelopes;
+            out.extend_from_slice(&entry.frames);
+            *count += entry.envelopes;
+        }
+        true
+    }
+}
+
+impl Reliable {
+    /// Splits off the whole envelopes at the front that fit in `room`
+    /// bytes (at least one if `at_least_one`), leaving the rest; returns
+    /// them and how many. A packed entry is concatenated framed envelopes,
+    /// each led by its length prefix.
+    fn split_front(&mut self, room: usize, at_least_one: bool) -> (Bytes, usize) {
+        let mut end = 0;
+        let mut n = 0;
+        while n < self.envelopes {
+            let Some(prefix) = self.frames.get(end..end + LENGTH_PREFIX_BYTES) else {
+                break;
+            };
+            let declared = prefix
+                .try_into()
+                .map_or(usize::MAX, |p| u32::from_be_bytes(p) as usize);
+            let next = end
+                .saturating_add(LENGTH_PREFIX_BYTES)
+                .saturating_add(declared)
+                .min(self.frames.len());
+            if next > room && !(at_least_one && n == 0) {
+                break;
+            }
+            end = next;
+            n += 1;
+        }
+        if n == self.envelopes || end == self.frames.len() {
+            // All of it (or a malformed tail, which goes with the rest).
+            let all = std::mem::take(&mut self.frames);
+            let taken = std::mem::take(&mut self.envelopes);
+            return (all, taken);
+        }
+        self.envelopes -= n;
+        (self.frames.split_to(end), n)
+    }
 }
 
 #[derive(Debug)]
@@ -110,7 +195,7 @@ impl Outbound {
     /// Queues a framed envelope on the reliable lane. Returns false if the
     /// connection is closing (or was just closed for overflowing).
     pub fn send_reliable(&self, frame: Bytes) -> bool {
-        match self.push_reliable(frame, 1) {
+        match self.push_reliable(frame, 1, 1) {
             Push::Queued => true,
             Push::Closing => false,
             Push::Full => {
@@ -121,47 +206,30 @@ impl Outbound {
         }
     }
 
-    /// Queues several framed envelopes on the reliable lane, in order, under
-    /// one lock and with one wake-up: what a producer with a burst for one
-    /// connection (a NetworkPeer tick) uses instead of a push per frame.
-    /// Each frame is treated as [`Outbound::send_reliable`] would treat it:
-    /// the first that does not fit closes the connection as a slow
-    /// consumer, and it and every later frame count as `connection_closed`.
-    /// Returns how many were queued.
-    pub fn send_reliable_all(&self, frames: impl IntoIterator<Item = Bytes>) -> usize {
-        let mut frames = frames.into_iter();
-        let mut queued = 0;
-        let overflowed = {
-            let mut st = self.lock();
-            let mut overflowed = false;
-            if st.close.is_none() {
-                for frame in frames.by_ref() {
-                    if !self.fits_reliable(&st, frame.len(), 1) {
-                        overflowed = true;
-                        break;
-                    }
-                    st.bytes += frame.len();
-                    st.reliable.push_back(frame);
-                    queued += 1;
-                }
+    /// Queues `envelopes` framed envelopes, concatenated in order in
+    /// `packed`, on the reliable lane as one entry: one lock, one wake-up,
+    /// and none of the per-envelope queue work (what a producer with a
+    /// burst for one connection, a NetworkPeer tick, uses instead of a push
+    /// per frame). The lane's envelope capacity counts each of them. All
+    /// or nothing: a burst that does not fit closes the connection as a
+    /// slow consumer, and its envelopes count as `connection_closed` (as
+    /// they would pushed one by one, since the close discards what the
+    /// burst had queued). Returns how many were queued.
+    pub fn send_reliable_packed(&self, packed: Bytes, envelopes: usize) -> usize {
+        if envelopes == 0 {
+            return 0;
+        }
+        match self.push_reliable(packed, envelopes, 1) {
+            Push::Queued => envelopes,
+            Push::Closing => 0,
+            Push::Full => {
+                self.shared
+                    .metrics
+                    .drop_n(DropReason::ConnectionClosed, envelopes as u64);
+                self.abort(CloseReason::SlowConsumer);
+                0
             }
-            overflowed
-        };
-        if queued > 0 {
-            self.shared.wake.notify_one();
         }
-        // What was not queued: the frame that overflowed (if any) and the
-        // rest, all dropped with the connection.
-        let rest = frames.count() as u64 + u64::from(overflowed);
-        if rest > 0 {
-            self.shared
-                .metrics
-                .drop_n(DropReason::ConnectionClosed, rest);
-        }
-        if overflowed {
-            self.abort(CloseReason::SlowConsumer);
-        }
-        queued
     }
 
     /// Offers a framed envelope to the reliable lane without risking the
@@ -170,7 +238,7 @@ impl Outbound {
     /// other reliable traffic); otherwise it is dropped, counted as
     /// `reliable_offer_dropped`, and false is returned.
     pub fn offer_reliable(&self, frame: Bytes) -> bool {
-        match self.push_reliable(frame, 2) {
+        match self.push_reliable(frame, 1, 2) {
             Push::Queued => true,
             Push::Closing => false,
             Push::Full => {
@@ -182,31 +250,35 @@ impl Outbound {
         }
     }
 
-    /// The one reliable push: queues `frame` while the lane holds less than
-    /// `1/share` of its envelope and byte capacity; a closing lane counts
-    /// the frame as `connection_closed` here, a full one is left to the caller.
-    fn push_reliable(&self, frame: Bytes, share: usize) -> Push {
+    /// The one reliable push: queues `frames` (holding `envelopes` framed
+    /// envelopes) while the lane stays within `1/share` of its envelope and
+    /// byte capacity; a closing lane counts them as `connection_closed`
+    /// here, a full one is left to the caller.
+    fn push_reliable(&self, frames: Bytes, envelopes: usize, share: usize) -> Push {
         let mut st = self.lock();
         if st.close.is_some() {
             drop(st);
-            self.shared.metrics.dropped(DropReason::ConnectionClosed);
+            self.shared
+                .metrics
+                .drop_n(DropReason::ConnectionClosed, envelopes as u64);
             return Push::Closing;
         }
-        if !self.fits_reliable(&st, frame.len(), share) {
+        if !self.fits_reliable(&st, frames.len(), envelopes, share) {
             return Push::Full;
         }
-        st.bytes += frame.len();
-        st.reliable.push_back(frame);
+        st.bytes += frames.len();
+        st.reliable_envelopes += envelopes;
+        st.reliable.push_back(Reliable { frames, envelopes });
         drop(st);
         self.shared.wake.notify_one();
         Push::Queued
     }
 
-    /// Whether one more reliable frame of `len` bytes stays within `1/share`
-    /// of the lane's envelope and byte capacity.
-    fn fits_reliable(&self, st: &LaneState, len: usize, share: usize) -> bool {
+    /// Whether `envelopes` more reliable envelopes of `len` bytes in all
+    /// stay within `1/share` of the lane's envelope and byte capacity.
+    fn fits_reliable(&self, st: &LaneState, len: usize, envelopes: usize, share: usize) -> bool {
         let limits = &self.shared.limits;
-        st.reliable.len() < limits.reliable_capacity / share
+        st.reliable_envelopes + envelopes <= limits.reliable_capacity / share
             && st.bytes + len <= limits.max_bytes / share
     }
 
@@ -270,8 +342,9 @@ impl Outbound {
         if st.close.is_none() {
             st.close = Some(reason);
         }
-        let discarded = st.reliable.len() + st.unreliable.len();
+        let discarded = st.reliable_envelopes + st.unreliable.len();
         st.reliable.clear();
+        st.reliable_envelopes = 0;
         st.unreliable.clear();
         st.bytes = 0;
         drop(st);
@@ -298,8 +371,9 @@ impl Outbound {
     pub(crate) fn drain(&self) -> (Vec<Bytes>, Vec<Bytes>) {
         let mut st = self.lock();
         st.bytes = 0;
+        st.reliable_envelopes = 0;
         (
-            st.reliable.drain(..).collect(),
+            st.reliable.drain(..).map(|r| r.frames).collect(),
             st.unreliable.drain(..).collect(),
         )
     }
@@ -313,13 +387,13 @@ impl Outbound {
         self.shared
             .limits
             .reliable_capacity
-            .saturating_sub(st.reliable.len())
+            .saturating_sub(st.reliable_envelopes)
     }
 
     /// Envelopes currently queued (both lanes).
     pub fn queued(&self) -> usize {
         let st = self.lock();
-        st.reliable.len() + st.unreliable.len()
+        st.reliable_envelopes + st.unreliable.len()
     }
 
     /// Waits for work and takes up to `max_bytes` of queued frames
@@ -397,17 +471,7 @@ impl Outbound {
         }
         let mut out = BytesMut::new();
         let mut batch = SplitBatch::default();
-        while let Some(len) = st.reliable.front().map(Bytes::len) {
-            if batch.reliable_count > 0 && out.len() + len > max_bytes {
-                break;
-            }
-            let Some(frame) = st.reliable.pop_front() else {
-                break;
-            };
-            st.bytes -= frame.len();
-            out.extend_from_slice(&frame);
-            batch.reliable_count += 1;
-        }
+        st.take_reliable(&mut out, max_bytes, &mut batch.reliable_count);
         while batch.unreliable.len() < max_datagrams {
             let Some(frame) = st.unreliable.pop_front() else {
                 break;
@@ -433,26 +497,19 @@ impl Outbound {
         }
         let mut out = BytesMut::new();
         let mut count = 0;
-        loop {
-            let next_len = st
-                .reliable
-                .front()
-                .or_else(|| st.unreliable.front())
-                .map(Bytes::len);
-            let Some(len) = next_len else { break };
-            if count > 0 && out.len() + len > max_bytes {
-                break;
+        // Reliable first, then unreliable, while the budget lasts.
+        if st.take_reliable(&mut out, max_bytes, &mut count) {
+            while let Some(len) = st.unreliable.front().map(Bytes::len) {
+                if count > 0 && out.len() + len > max_bytes {
+                    break;
+                }
+                let Some(frame) = st.unreliable.pop_front() else {
+                    break;
+                };
+                st.bytes -= frame.len();
+                out.extend_from_slice(&frame);
+                count += 1;
             }
-            let frame = match st.reliable.pop_front() {
-                Some(f) => f,
-                None => match st.unreliable.pop_front() {
-                    Some(f) => f,
-                    None => break,
-                },
-            };
-            st.bytes -= frame.len();
-            out.extend_from_slice(&frame);
-            count += 1;
         }
         let close = if st.reliable.is_empty() && st.unreliable.is_empty() {
             st.close
@@ -506,24 +563,74 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_burst_queues_in_order_and_overflows_like_single_pushes() {
+    async fn a_packed_burst_counts_each_envelope_and_overflows_as_a_whole() {
         let (out, metrics) = lanes(3, 2, 1 << 20);
-        let burst = |s: &'static [&'static [u8]]| s.iter().map(|b| Bytes::from_static(b));
-        assert_eq!(out.send_reliable_all(burst(&[b"a", b"b"])), 2);
+        assert_eq!(out.send_reliable_packed(Bytes::from_static(b"ab"), 2), 2);
+        assert_eq!((out.reliable_room(), out.queued()), (1, 2));
+        assert_eq!(out.send_reliable_packed(Bytes::new(), 0), 0, "nothing");
         let batch = out.next_batch(1024).await;
         assert_eq!((&batch.frames[..], batch.count), (&b"ab"[..], 2));
-        // Capacity 3: "c", "d", "e" fit, "f" overflows; "f" and "g" are
-        // dropped with the connection, like "c".."g" pushed one by one.
-        assert_eq!(
-            out.send_reliable_all(burst(&[b"c", b"d", b"e", b"f", b"g"])),
-            3
-        );
+        assert_eq!(out.reliable_room(), 3);
+        // Capacity 3: one queued plus a burst of 3 does not fit. The
+        // connection closes as a slow consumer; the burst's 3 and the 1
+        // the close discards count as dropped, as 4 single pushes would.
+        assert!(out.send_reliable(Bytes::from_static(b"c")));
+        assert_eq!(out.send_reliable_packed(Bytes::from_static(b"def"), 3), 0);
         assert_eq!(out.close_reason(), Some(CloseReason::SlowConsumer));
         assert!(out.aborted().is_cancelled());
-        // The 3 queued were discarded by the close, the 2 others never queued.
-        assert_eq!(metrics.drops(DropReason::ConnectionClosed), 5);
-        assert_eq!(out.send_reliable_all(burst(&[b"h"])), 0);
+        assert_eq!(metrics.drops(DropReason::ConnectionClosed), 4);
+        assert_eq!(out.reliable_room(), 0);
+        assert_eq!(out.send_reliable_packed(Bytes::from_static(b"gh"), 2), 0);
         assert_eq!(metrics.drops(DropReason::ConnectionClosed), 6);
+    }
+
+    /// `n` framed envelopes of kind 13 with `len`-byte bodies, packed.
+    fn packed(n: usize, len: usize) -> Bytes {
+        let one = Envelope::new(13, vec![7; len]).encode_framed();
+        Bytes::from(one.repeat(n))
+    }
+
+    #[tokio::test]
+    async fn a_packed_burst_is_cut_between_envelopes_to_keep_writes_within_the_budget() {
+        let (out, _) = lanes(64, 2, 1 << 20);
+        // Ten envelopes of 10 framed bytes each (4 + 2 + 4).
+        out.send_reliable(Bytes::from_static(b"r1"));
+        out.send_reliable_packed(packed(10, 4), 10);
+        let batch = out.next_batch(25).await;
+        assert_eq!(
+            (batch.frames.len(), batch.count),
+            (22, 3),
+            "r1 and two whole envelopes"
+        );
+        assert_eq!((out.queued(), out.reliable_room()), (8, 56));
+        let batch = out.next_batch(25).await;
+        assert_eq!((batch.frames.len(), batch.count), (20, 2));
+        // A budget below one envelope still takes one.
+        let batch = out.next_split_batch(3, 8).await;
+        assert_eq!((batch.reliable.len(), batch.reliable_count), (10, 1));
+        let batch = out.next_batch(1 << 20).await;
+        assert_eq!((batch.frames.len(), batch.count), (50, 5));
+        assert_eq!((out.queued(), out.reliable_room()), (0, 64));
+        let mut rest = BytesMut::from(&batch.frames[..]);
+        let mut decoded = 0;
+        while let Ok(Some(env)) = citadel_wire::decode_framed(&mut rest) {
+            assert_eq!((env.kind, &env.body[..]), (13, &[7u8; 4][..]));
+            decoded += 1;
+        }
+        assert_eq!(decoded, 5, "cut only between whole envelopes");
+    }
+
+    #[tokio::test]
+    async fn a_packed_burst_goes_whole_into_a_split_batch() {
+        let (out, _) = lanes(8, 2, 1 << 20);
+        out.send_reliable(Bytes::from_static(b"r1"));
+        out.send_reliable_packed(Bytes::from_static(b"p1p2p3"), 3);
+        out.send_reliable(Bytes::from_static(b"r2"));
+        // Within the byte budget a packed entry goes whole.
+        let batch = out.next_split_batch(1024, 8).await;
+        assert_eq!(&batch.reliable[..], b"r1p1p2p3r2");
+        assert_eq!(batch.reliable_count, 5);
+        assert_eq!(out.queued(), 0);
     }
 
     #[tokio::test]

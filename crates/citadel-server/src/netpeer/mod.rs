@@ -8,8 +8,8 @@
 //! explicit time (`now_ms`) from. Each call locks, hands the input and
 //! `now_ms` to the core, copies the core's counters to `/metrics`
 //! ([`NetpeerStats`]), then drains the core's addressed envelopes (framed
-//! by the core, once per distinct body) into the [`Router`] on the
-//! reliable lane (kinds 13 and 15 are reliable, realtime-wire §2) before
+//! by the core, once per distinct body, each receiver's small ones packed
+//! into one burst) into the [`Router`] on the reliable lane (kinds 13 and 15 are reliable, realtime-wire §2) before
 //! unlocking, so two calls never interleave their bunches; a tick drains
 //! after each receiver (`Authority::tick_draining`). The lock is never
 //! held across an `.await`; a router push never blocks.
@@ -37,10 +37,9 @@ pub use veto::{Verdict, VetoCaller, VetoOutcome, VetoRequest};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use bytes::Bytes;
 use citadel_netpeer::{
-    ApiError, Applied, Authority, ClassError, ClassSpec, ConnId, Items, NoVeto, Outgoing,
-    Rejection, Value, VetoHook,
+    ApiError, Applied, Authority, ClassError, ClassSpec, ConnId, Items, NoVeto, Rejection, Value,
+    VetoHook,
 };
 use citadel_wire::netpeer::FieldValue;
 
@@ -48,15 +47,16 @@ use crate::config::{ConfigError, NetworkPeerConfig};
 use crate::metrics::Metrics;
 use crate::router::Router;
 
+/// The longest burst of small envelopes the core packs for one receiver:
+/// about one write's worth for the WebSocket writer.
+const PACK_BYTES: usize = 16 * 1024;
+
 /// The veto hook trusted code installs (`Send`: the driver is shared).
 pub type BoxedVeto = Box<dyn VetoHook + Send>;
 
 struct Driven {
     core: Authority,
     veto: Option<BoxedVeto>,
-    /// Scratch of `route_output`, kept for its capacity (emptied after
-    /// each receiver).
-    burst: Vec<Bytes>,
 }
 
 /// The node's NetworkPeer driver.
@@ -88,16 +88,13 @@ impl NetPeerNode {
         metrics: Arc<Metrics>,
         router: Arc<dyn Router>,
     ) -> Result<Self, ConfigError> {
-        let core = Authority::new(config.authority()).map_err(|key| ConfigError::Invalid {
+        let mut core = Authority::new(config.authority()).map_err(|key| ConfigError::Invalid {
             key: format!("transport.network_peer.{key}"),
             message: "out of range".into(),
         })?;
+        core.set_output_packing(Some(PACK_BYTES));
         Ok(NetPeerNode {
-            state: Mutex::new(Driven {
-                core,
-                veto: None,
-                burst: Vec::new(),
-            }),
+            state: Mutex::new(Driven { core, veto: None }),
             enabled: config.enabled,
             tick_hz: config.tick_hz.max(1),
             lane_reserve: config.lane_reserve,
@@ -130,44 +127,27 @@ impl NetPeerNode {
         let mut driven = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let result = input(&mut driven, now);
         self.metrics.netpeer.publish(driven.core.counters());
-        let Driven { core, burst, .. } = &mut *driven;
-        self.route_output(core, burst);
+        self.route_output(&mut driven.core);
         result
     }
 
     /// Drains the core's queue into the router. The core frames each
-    /// distinct body once and shares the frame among its receivers, so each
-    /// envelope is handed on as is. The core emits each receiver's
-    /// envelopes together (a tick goes receiver by receiver), so
-    /// consecutive frames for one connection go to the router as one
-    /// burst: one lookup, one lane lock and one wake-up per receiver and
-    /// drain.
-    fn route_output(&self, core: &mut Authority, burst: &mut Vec<Bytes>) {
-        let mut burst_conn = None;
-        while let Some(Outgoing { conn, frame, .. }) = core.poll_output() {
-            if burst_conn != Some(conn) {
-                if let Some(to) = burst_conn {
-                    self.route(to, burst);
-                }
-                burst_conn = Some(conn);
+    /// distinct body once and packs each receiver's consecutive small
+    /// envelopes into one burst (`citadel_netpeer::out`, turned on in
+    /// [`NetPeerNode::new`]), so a receiver's share of a tick is one router
+    /// call: one lookup, one lane lock, one queue entry and one wake-up.
+    /// Envelopes not queued count as undelivered.
+    fn route_output(&self, core: &mut Authority) {
+        while let Some(out) = core.poll_output() {
+            let queued = self
+                .router
+                .packed_to_participant(out.conn, out.frame, out.envelopes);
+            if queued < out.envelopes {
+                self.metrics.netpeer.undelivered.fetch_add(
+                    (out.envelopes - queued) as u64,
+                    std::sync::atomic::Ordering::Relaxed,
+                );
             }
-            burst.push(frame);
-        }
-        if let Some(to) = burst_conn {
-            self.route(to, burst);
-        }
-    }
-
-    /// Hands one receiver's frames to the router (draining `frames`);
-    /// those not queued count as undelivered.
-    fn route(&self, conn: ConnId, frames: &mut Vec<Bytes>) {
-        let total = frames.len();
-        let queued = self.router.burst_to_participant(conn, frames);
-        if queued < total {
-            self.metrics.netpeer.undelivered.fetch_add(
-                (total - queued) as u64,
-                std::sync::atomic::Ordering::Relaxed,
-            );
         }
     }
 
@@ -221,8 +201,7 @@ impl NetPeerNode {
             }
             // Each receiver's bunches go to the router as soon as they are
             // queued, while they are still in the cache.
-            let Driven { core, burst, .. } = d;
-            core.tick_draining(now, |core| self.route_output(core, burst));
+            d.core.tick_draining(now, |core| self.route_output(core));
         });
     }
 

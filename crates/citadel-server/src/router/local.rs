@@ -99,14 +99,9 @@ impl Router for LocalRouter {
             .is_some_and(|o| push(&o, lane, frame))
     }
 
-    fn burst_to_participant(&self, participant_id: u64, frames: &mut Vec<Bytes>) -> usize {
-        match self.outbound_of(participant_id) {
-            Some(o) => o.send_reliable_all(frames.drain(..)),
-            None => {
-                frames.clear();
-                0
-            }
-        }
+    fn packed_to_participant(&self, participant_id: u64, packed: Bytes, envelopes: usize) -> usize {
+        self.outbound_of(participant_id)
+            .map_or(0, |o| o.send_reliable_packed(packed, envelopes))
     }
 
     fn reliable_room(&self, participant_id: u64) -> Option<usize> {

@@ -39,6 +39,7 @@ impl Fanout {
 
 use bytes::Bytes;
 use citadel_wire::Envelope;
+use citadel_wire::protocol::LENGTH_PREFIX_BYTES;
 
 use crate::gateway::outbound::Outbound;
 use crate::place::Place;
@@ -91,13 +92,15 @@ pub trait Router: Send + Sync + std::fmt::Debug {
     /// To one participant. False if it is unknown or closing.
     fn to_participant(&self, participant_id: u64, lane: Lane, frame: Bytes) -> bool;
 
-    /// Several frames, in order, to one participant's reliable lane; drains
-    /// `frames` and returns how many were queued (0 if it is unknown or
-    /// closing). Same outcome as one [`Router::to_participant`] per frame;
-    /// implementations may do it with one lookup and one wake-up.
-    fn burst_to_participant(&self, participant_id: u64, frames: &mut Vec<Bytes>) -> usize {
-        frames
-            .drain(..)
+    /// Several framed envelopes, concatenated in order in `packed`
+    /// (`envelopes` of them), to one participant's reliable lane. Returns
+    /// how many were queued (0 if it is unknown or closing). Same outcome
+    /// as one [`Router::to_participant`] per envelope; implementations may
+    /// queue the whole burst as one entry (one lookup, one lock, one
+    /// wake-up, no per-envelope queue work).
+    fn packed_to_participant(&self, participant_id: u64, packed: Bytes, envelopes: usize) -> usize {
+        let _ = envelopes;
+        split_frames(packed)
             .map(|f| self.to_participant(participant_id, Lane::Reliable, f))
             .filter(|queued| *queued)
             .count()
@@ -130,6 +133,18 @@ pub fn push(outbound: &Outbound, lane: Lane, frame: Bytes) -> bool {
         Lane::Unreliable => outbound.send_unreliable(frame),
         Lane::Offered => outbound.offer_reliable(frame),
     }
+}
+
+/// The framed envelopes of a packed burst, one by one (each a view into
+/// `packed`). Stops at a truncated frame, which a well-formed burst never
+/// has.
+pub fn split_frames(mut packed: Bytes) -> impl Iterator<Item = Bytes> {
+    std::iter::from_fn(move || {
+        let prefix = packed.get(..LENGTH_PREFIX_BYTES)?;
+        let declared = u32::from_be_bytes(prefix.try_into().ok()?);
+        let total = LENGTH_PREFIX_BYTES.checked_add(usize::try_from(declared).ok()?)?;
+        (total <= packed.len()).then(|| packed.split_to(total))
+    })
 }
 
 /// The framed form of `envelope`, encoded once for every recipient.
@@ -166,5 +181,20 @@ mod tests {
         assert_eq!(&envelope.body[..8], &0x0102_0304_0506_0708u64.to_be_bytes());
         assert_eq!(&envelope.body[8..], b"hi");
         assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn a_packed_burst_splits_back_into_its_frames() {
+        let frames: Vec<Bytes> = [(13, &b"abc"[..]), (15, b""), (13, b"x")]
+            .iter()
+            .map(|(kind, body)| frame(&Envelope::new(*kind, Bytes::copy_from_slice(body))))
+            .collect();
+        let packed = Bytes::from(frames.concat());
+        assert_eq!(split_frames(packed.clone()).collect::<Vec<_>>(), frames);
+        // A truncated tail is not a frame.
+        let cut = packed.slice(..packed.len() - 1);
+        assert_eq!(split_frames(cut).count(), 2);
+        assert_eq!(split_frames(Bytes::from_static(&[0, 0])).count(), 0);
+        assert_eq!(split_frames(Bytes::new()).count(), 0);
     }
 }
