@@ -19,12 +19,14 @@
 //!
 //! Fan-out encodes once: within a tick, the receivers of an object whose
 //! pairs have the same acked base token, visibility (owner or peer) and
-//! layout version need the same bunch, so it is planned and encoded once
-//! and its `Bytes` shared. Tokens name result states, not bunches: every
-//! pair that reaches an object revision (with the same visibility, layout
-//! version and full-or-delta) gets that revision's one token, whatever base
-//! its bunch was encoded against. So receivers whose acks came at
-//! different times share a base again as soon as they ack the same
+//! layout version need the same bunch, so it is planned, encoded and
+//! framed once and its frame shared (with output packing on, small frames
+//! are copied into each receiver's burst instead; see `out`). Tokens name
+//! result states, not bunches: every pair that reaches an object revision
+//! (with the same visibility, layout version and full-or-delta) gets that
+//! revision's one token, whatever base its bunch was encoded against. So
+//! receivers whose acks came at different times share a base again as
+//! soon as they ack the same
 //! revision, and the number of distinct bunches per object stays small
 //! instead of growing with every late ack. Tokens are never minted twice;
 //! every receiver gets strictly increasing tokens per object (a cached
