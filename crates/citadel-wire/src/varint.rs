@@ -34,8 +34,10 @@ pub fn varint_bits(value: u64) -> usize {
 pub fn read_varint(r: &mut BitReader<'_>) -> Result<u64, DecodeError> {
     let mut value: u64 = 0;
     for group in 0..MAX_VARINT_GROUPS {
-        let more = r.read_bool()?;
-        let data = r.read_bits(7)?;
+        // One read per group: the continuation bit, then 7 data bits.
+        let byte = r.read_bits(8)?;
+        let more = byte & 0x80 != 0;
+        let data = byte & 0x7F;
         let shift = group * 7;
         if group == MAX_VARINT_GROUPS - 1 && (data > 1 || more) {
             return Err(DecodeError::Varint);
@@ -112,5 +114,33 @@ mod tests {
         assert_eq!(read_varint(&mut r), Err(DecodeError::Varint));
         let mut r = BitReader::new(&[0x80]);
         assert_eq!(read_varint(&mut r), Err(DecodeError::Truncated));
+    }
+
+    #[test]
+    fn unaligned_values_round_trip_and_a_cut_group_is_truncated() -> TestResult {
+        for lead in 1..8u32 {
+            for v in [0, 1, 127, 128, 300, 2_097_151, 2_097_152, u64::MAX] {
+                let mut w = BitWriter::new();
+                w.write_bits(0, lead);
+                write_varint(&mut w, v);
+                w.write_bits(1, 1);
+                let bytes = w.into_bytes();
+                let mut r = BitReader::new(&bytes);
+                r.read_bits(lead)?;
+                assert_eq!(read_varint(&mut r)?, v, "lead {lead}");
+                assert!(r.read_bool()?, "the bit after the varint");
+                // The whole bytes before the varint's last bit: its last
+                // group is cut, whichever bit it is cut at.
+                let end = (lead as usize + varint_bits(v) - 1) / 8;
+                let mut r = BitReader::new(&bytes[..end]);
+                r.read_bits(lead)?;
+                assert_eq!(
+                    read_varint(&mut r),
+                    Err(DecodeError::Truncated),
+                    "lead {lead}, {v}"
+                );
+            }
+        }
+        Ok(())
     }
 }
