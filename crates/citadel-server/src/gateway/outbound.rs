@@ -20,11 +20,11 @@ use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
 use citadel_wire::Envelope;
+use citadel_wire::protocol::LENGTH_PREFIX_BYTES;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::{CloseReason, DropReason, Metrics};
-use citadel_wire::protocol::LENGTH_PREFIX_BYTES;
 
 /// Bounds of one connection's lanes.
 #[derive(Debug, Clone, Copy)]
