@@ -352,6 +352,22 @@ impl Pairs {
         (advanced, ignored)
     }
 
+    /// Reads the cold state that sending the pairs at `positions` reads
+    /// first, in a loop whose loads do not depend on each other, so their
+    /// cache misses overlap before the sends take them one by one.
+    pub(crate) fn touch_cold(&self, positions: impl Iterator<Item = usize>) {
+        let mut touched = 0usize;
+        for pos in positions {
+            if let Some(c) = self.cold.get(pos) {
+                touched = touched
+                    .wrapping_add(c.in_flight.len())
+                    .wrapping_add(usize::from(c.acked.is_some()))
+                    .wrapping_add(c.last_token as usize);
+            }
+        }
+        std::hint::black_box(touched);
+    }
+
     pub(crate) fn get_mut(&mut self, object_id: u32) -> Option<PairMut<'_>> {
         let pos = *self.index.get(&object_id)? as usize;
         self.at_mut(pos)

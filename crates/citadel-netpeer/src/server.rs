@@ -784,10 +784,11 @@ impl Authority {
         revisions.rebuild(self.objects.iter().map(|(&id, o)| (id, o.cur.rev)));
         let conn_ids: Vec<ConnId> = self.conns.keys().copied().collect();
         let mut candidates = Vec::new();
+        let mut candidates_to_send = Vec::new();
         let mut waiting = 0;
         for conn_id in conn_ids {
             self.update_relevance(conn_id, &grids, inner, outer, &mut candidates);
-            waiting += self.send_conn(conn_id, now_ms, &revisions);
+            waiting += self.send_conn(conn_id, now_ms, &revisions, &mut candidates_to_send);
             drain(self);
         }
         self.revisions = revisions;
@@ -887,7 +888,20 @@ impl Authority {
     /// full bunches within its per-tick budget (`pacing`), all of it within
     /// the lane room the driver set (`set_lane_room`). Returns the number of
     /// full bunches deferred.
-    fn send_conn(&mut self, conn_id: ConnId, now_ms: u64, revisions: &Revisions) -> u64 {
+    ///
+    /// Three passes over the pairs: the scan decides which may send from
+    /// each pair's hot summary and the object's revision alone (most have
+    /// nothing to send); their cold state, which a send reads first and
+    /// which usually misses the cache, is then touched in a loop of
+    /// independent loads so the misses overlap; then they are sent, in the
+    /// scan's order. `candidates` is scratch.
+    fn send_conn(
+        &mut self,
+        conn_id: ConnId,
+        now_ms: u64,
+        revisions: &Revisions,
+        candidates: &mut Vec<(u32, u64)>,
+    ) -> u64 {
         let SendParts {
             classes,
             objects,
@@ -912,22 +926,33 @@ impl Authority {
         let fulls_left = &mut conn.fulls_left;
         // A send in flight since at or before this has timed out.
         let cutoff = now_ms.checked_sub(config.ack_timeout_ms);
-        // Pairs are in ascending object id, and so is the table: the cursor
-        // walks forward (and finds its place by binary search once, where
-        // the scan wraps around).
+        // Pass 1. Pairs are in ascending object id, and so is the table:
+        // the cursor walks forward (and finds its place by binary search
+        // once, where the scan wraps around).
+        candidates.clear();
         let mut revs = revisions.cursor();
-        let mut visit = |pos: usize| {
-            // Most pairs have nothing to send: decide that from the pair's
-            // hot summary and the object's revision alone (the object, the
-            // rest of the pair and the class are read only when something
-            // may go).
-            let Some(&hot) = pairs.hot_at(pos).filter(|h| !h.is_dead()) else {
+        for pos in (start..len).chain(0..start) {
+            let Some(hot) = pairs.hot_at(pos).filter(|h| !h.is_dead()) else {
+                continue;
+            };
+            let Some(rev) = revs.rev_of(hot.object_id()) else {
+                continue;
+            };
+            let timed_out = cutoff.is_some_and(|c| hot.sent_at_or_before(c));
+            if timed_out || (rev > hot.last_sent_rev() && !hot.awaiting_first_ack()) {
+                // Positions fit u32 (see `Pairs::apply`).
+                candidates.push((pos as u32, rev));
+            }
+        }
+        // Pass 2.
+        pairs.touch_cold(candidates.iter().map(|&(pos, _)| pos as usize));
+        // Pass 3: the object, the rest of the pair and the class are read
+        // only for a pair that may send.
+        let mut visit = |pos: usize, rev: u64| {
+            let Some(&hot) = pairs.hot_at(pos) else {
                 return;
             };
             let id = hot.object_id();
-            let Some(rev) = revs.rev_of(id) else {
-                return;
-            };
             let timed_out = cutoff.is_some_and(|c| hot.sent_at_or_before(c));
             let cause = if timed_out {
                 let Some(mut pair) = pairs.at_mut(pos) else {
@@ -939,10 +964,8 @@ impl Authority {
                     return;
                 }
                 Cause::Timeout
-            } else if rev > hot.last_sent_rev() && !hot.awaiting_first_ack() {
-                Cause::Normal
             } else {
-                return;
+                Cause::Normal
             };
             let Some(obj) = objects.get_mut(&id) else {
                 return;
@@ -976,8 +999,8 @@ impl Authority {
                 cause,
             );
         };
-        for pos in (start..len).chain(0..start) {
-            visit(pos);
+        for &(pos, rev) in candidates.iter() {
+            visit(pos as usize, rev);
         }
         if let Some(pos) = first_waiting {
             conn.cursor = pos;
