@@ -24,8 +24,8 @@
 use std::collections::VecDeque;
 
 use bytes::{Bytes, BytesMut};
-use citadel_wire::KIND_BYTES;
 use citadel_wire::protocol::LENGTH_PREFIX_BYTES;
+use citadel_wire::{KIND_BYTES, framed_len};
 
 use crate::server::ConnId;
 
@@ -59,21 +59,20 @@ pub struct Outgoing {
 impl Outgoing {
     /// The body of the first envelope (without packing, the only one).
     pub fn body(&self) -> &[u8] {
-        let end = self.frame_len().unwrap_or(self.frame.len());
-        self.frame.get(FRAME_HEADER..end).unwrap_or_default()
+        self.frame
+            .get(FRAME_HEADER..self.first_end())
+            .unwrap_or_default()
     }
 
     /// [`Outgoing::body`] as shared `Bytes` (a view into the frame).
     pub fn body_bytes(&self) -> Bytes {
-        let end = self.frame_len().unwrap_or(self.frame.len());
+        let end = self.first_end();
         self.frame.slice(FRAME_HEADER.min(end)..end)
     }
 
-    /// Length of the first framed envelope, from its prefix.
-    fn frame_len(&self) -> Option<usize> {
-        let prefix = self.frame.get(..LENGTH_PREFIX_BYTES)?;
-        let declared = usize::try_from(u32::from_be_bytes(prefix.try_into().ok()?)).ok()?;
-        Some((LENGTH_PREFIX_BYTES + declared).min(self.frame.len()))
+    /// Where the first framed envelope ends.
+    fn first_end(&self) -> usize {
+        framed_len(&self.frame).map_or(self.frame.len(), |n| n.min(self.frame.len()))
     }
 }
 
@@ -185,11 +184,11 @@ mod tests {
         for o in outs {
             let mut rest = o.frame.clone();
             let mut n = 0;
-            while !rest.is_empty() {
-                let len = u32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
-                all.push((o.conn, o.kind, rest.split_to(4 + len)));
+            while let Some(len) = framed_len(&rest) {
+                all.push((o.conn, o.kind, rest.split_to(len)));
                 n += 1;
             }
+            assert!(rest.is_empty());
             assert_eq!(n, o.envelopes);
         }
         all

@@ -299,11 +299,10 @@ impl Pairs {
     ///
     /// Three passes: first every entry's pair is found (in the hot array,
     /// walked forward from the previous find: clients list objects in
-    /// ascending id); then each found pair's cold state and acked snapshot
-    /// are read in a tight loop whose loads do not depend on each other,
-    /// so their cache misses (most of an ack's cost: a pair's cold state
-    /// was last touched a tick ago) overlap instead of each apply waiting
-    /// for its own; then each is applied, from the cache. On the 200-client
+    /// ascending id); then the found pairs' cold state is touched
+    /// ([`Pairs::touch_cold`]: most of an ack's cost is that state's cache
+    /// misses, as it was last touched a tick ago); then each is applied,
+    /// from the cache. On the 200-client
     /// bench this took the ack path from about 10 % to about 8.5 % of the
     /// server's core (`docs/networkpeer.md`).
     pub(crate) fn ack_all(
@@ -325,19 +324,7 @@ impl Pairs {
                 _ => ignored += 1,
             }
         }
-        // Touch each found pair's cold state and acked snapshot in a loop
-        // of independent loads, so their cache misses overlap instead of
-        // each apply below waiting for its own.
-        let mut touched = 0usize;
-        for (pos, _) in found.iter() {
-            if let Some(c) = self.cold.get(*pos as usize) {
-                touched = touched.wrapping_add(c.in_flight.last().map_or(0, |s| s.token as usize));
-                if let Some((_, snap)) = &c.acked {
-                    touched = touched.wrapping_add(Arc::strong_count(snap));
-                }
-            }
-        }
-        std::hint::black_box(touched);
+        self.touch_cold(found.iter().map(|&(pos, _)| pos as usize));
         let mut advanced = 0;
         for (pos, window) in found.iter() {
             if self
@@ -352,16 +339,18 @@ impl Pairs {
         (advanced, ignored)
     }
 
-    /// Reads the cold state that sending the pairs at `positions` reads
-    /// first, in a loop whose loads do not depend on each other, so their
-    /// cache misses overlap before the sends take them one by one.
+    /// Reads the cold state of the pairs at `positions` that a send or an
+    /// ack reads first (the in-flight list and its newest entry, the acked
+    /// base, the last token) in a loop whose loads do not depend on each
+    /// other, so their cache misses overlap before the sends or acks that
+    /// follow take them one by one.
     pub(crate) fn touch_cold(&self, positions: impl Iterator<Item = usize>) {
         let mut touched = 0usize;
         for pos in positions {
             if let Some(c) = self.cold.get(pos) {
                 touched = touched
-                    .wrapping_add(c.in_flight.len())
-                    .wrapping_add(usize::from(c.acked.is_some()))
+                    .wrapping_add(c.in_flight.last().map_or(0, |s| s.token as usize))
+                    .wrapping_add(c.acked.as_ref().map_or(0, |(t, _)| *t as usize))
                     .wrapping_add(c.last_token as usize);
             }
         }

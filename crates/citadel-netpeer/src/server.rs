@@ -26,9 +26,9 @@
 //! (with the same visibility, layout version and full-or-delta) gets that
 //! revision's one token, whatever base its bunch was encoded against. So
 //! receivers whose acks came at different times share a base again as
-//! soon as they ack the same
-//! revision, and the number of distinct bunches per object stays small
-//! instead of growing with every late ack. Tokens are never minted twice;
+//! soon as they ack the same revision, and the number of distinct
+//! bunches per object stays small instead of growing with every late ack.
+//! Tokens are never minted twice;
 //! every receiver gets strictly increasing tokens per object (a cached
 //! bunch or token is reused for a pair only if it is newer than the pair's
 //! last token, and both live one tick). With `shared_quantized_state` the values
@@ -900,7 +900,7 @@ impl Authority {
         conn_id: ConnId,
         now_ms: u64,
         revisions: &Revisions,
-        candidates: &mut Vec<(u32, u64)>,
+        candidates: &mut Vec<(u32, u64, bool)>,
     ) -> u64 {
         let SendParts {
             classes,
@@ -941,19 +941,17 @@ impl Authority {
             let timed_out = cutoff.is_some_and(|c| hot.sent_at_or_before(c));
             if timed_out || (rev > hot.last_sent_rev() && !hot.awaiting_first_ack()) {
                 // Positions fit u32 (see `Pairs::apply`).
-                candidates.push((pos as u32, rev));
+                candidates.push((pos as u32, rev, timed_out));
             }
         }
         // Pass 2.
-        pairs.touch_cold(candidates.iter().map(|&(pos, _)| pos as usize));
+        pairs.touch_cold(candidates.iter().map(|&(pos, ..)| pos as usize));
         // Pass 3: the object, the rest of the pair and the class are read
         // only for a pair that may send.
-        let mut visit = |pos: usize, rev: u64| {
-            let Some(&hot) = pairs.hot_at(pos) else {
+        let mut visit = |pos: usize, rev: u64, timed_out: bool| {
+            let Some(id) = pairs.hot_at(pos).map(|h| h.object_id()) else {
                 return;
             };
-            let id = hot.object_id();
-            let timed_out = cutoff.is_some_and(|c| hot.sent_at_or_before(c));
             let cause = if timed_out {
                 let Some(mut pair) = pairs.at_mut(pos) else {
                     return;
@@ -999,8 +997,8 @@ impl Authority {
                 cause,
             );
         };
-        for &(pos, rev) in candidates.iter() {
-            visit(pos as usize, rev);
+        for &(pos, rev, timed_out) in candidates.iter() {
+            visit(pos as usize, rev, timed_out);
         }
         if let Some(pos) = first_waiting {
             conn.cursor = pos;

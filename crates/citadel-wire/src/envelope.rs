@@ -161,6 +161,15 @@ pub fn peek_frame_len(buf: &[u8]) -> Result<Option<usize>, WireError> {
     Ok(Some(len as usize))
 }
 
+/// The whole length (prefix included) of the framed envelope at the front
+/// of `buf`, if its prefix is there and valid ([`peek_frame_len`]); how a
+/// run of concatenated frames is cut into envelopes. The frame itself may
+/// extend past `buf`.
+pub fn framed_len(buf: &[u8]) -> Option<usize> {
+    let declared = peek_frame_len(buf).ok()??;
+    Some(LENGTH_PREFIX_BYTES + declared)
+}
+
 /// Decodes a datagram (one envelope, no length prefix). The body is copied;
 /// use [`decode_datagram_bytes`] to share an owned buffer instead.
 pub fn decode_datagram(datagram: &[u8]) -> Result<Envelope, WireError> {
@@ -191,6 +200,16 @@ mod tests {
         let env = Envelope::new(3, vec![0xAA, 0xBB]);
         assert_eq!(&env.encode_framed()[..], &[0, 0, 0, 4, 0, 3, 0xAA, 0xBB]);
         assert_eq!(&env.encode_datagram()[..], &[0, 3, 0xAA, 0xBB]);
+    }
+
+    #[test]
+    fn framed_len_reads_a_valid_prefix_only() {
+        let frame = Envelope::new(3, vec![0xAA, 0xBB]).encode_framed();
+        assert_eq!(framed_len(&frame), Some(frame.len()));
+        assert_eq!(framed_len(&frame[..4]), Some(frame.len()), "prefix only");
+        assert_eq!(framed_len(&frame[..3]), None);
+        assert_eq!(framed_len(&[0, 0, 0, 1, 9]), None, "shorter than a kind");
+        assert_eq!(framed_len(&[0xFF; 4]), None, "over the frame bound");
     }
 
     #[test]

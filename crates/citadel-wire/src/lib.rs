@@ -89,6 +89,6 @@ pub use body::WireBody;
 pub use decoder::{FrameDecoder, framed_to_datagram};
 pub use envelope::{
     Envelope, KIND_BYTES, WireError, decode_datagram, decode_datagram_bytes, decode_framed,
-    encode_framed_parts, peek_frame_len,
+    encode_framed_parts, framed_len, peek_frame_len,
 };
 pub use error::{CodecError, DecodeError, EncodeError};

@@ -19,8 +19,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
-use citadel_wire::Envelope;
-use citadel_wire::protocol::LENGTH_PREFIX_BYTES;
+use citadel_wire::{Envelope, framed_len};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -99,16 +98,12 @@ impl Reliable {
         let mut end = 0;
         let mut n = 0;
         while n < self.envelopes {
-            let Some(prefix) = self.frames.get(end..end + LENGTH_PREFIX_BYTES) else {
-                break;
-            };
-            let declared = prefix
-                .try_into()
-                .map_or(usize::MAX, |p| u32::from_be_bytes(p) as usize);
-            let next = end
-                .saturating_add(LENGTH_PREFIX_BYTES)
-                .saturating_add(declared)
-                .min(self.frames.len());
+            let rest = self.frames.get(end..).unwrap_or_default();
+            // A malformed tail (never built here) counts as one envelope
+            // reaching the end.
+            let next = framed_len(rest).map_or(self.frames.len(), |len| {
+                end.saturating_add(len).min(self.frames.len())
+            });
             if next > room && !(at_least_one && n == 0) {
                 break;
             }

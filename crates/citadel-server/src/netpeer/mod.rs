@@ -9,10 +9,11 @@
 //! `now_ms` to the core, copies the core's counters to `/metrics`
 //! ([`NetpeerStats`]), then drains the core's addressed envelopes (framed
 //! by the core, once per distinct body, each receiver's small ones packed
-//! into one burst) into the [`Router`] on the reliable lane (kinds 13 and 15 are reliable, realtime-wire §2) before
-//! unlocking, so two calls never interleave their bunches; a tick drains
-//! after each receiver (`Authority::tick_draining`). The lock is never
-//! held across an `.await`; a router push never blocks.
+//! into one burst) into the [`Router`] on the reliable lane (kinds 13 and
+//! 15 are reliable, realtime-wire §2) before unlocking, so two calls never
+//! interleave their bunches; a tick drains after each receiver
+//! (`Authority::tick_draining`). The lock is never held across an
+//! `.await`; a router push never blocks.
 //!
 //! What it is not: it has no replication rules of its own (full/delta,
 //! caps, acks, relevance, the §6.3 pipeline live in citadel-netpeer and are

@@ -39,7 +39,6 @@ impl Fanout {
 
 use bytes::Bytes;
 use citadel_wire::Envelope;
-use citadel_wire::protocol::LENGTH_PREFIX_BYTES;
 
 use crate::gateway::outbound::Outbound;
 use crate::place::Place;
@@ -136,13 +135,11 @@ pub fn push(outbound: &Outbound, lane: Lane, frame: Bytes) -> bool {
 }
 
 /// The framed envelopes of a packed burst, one by one (each a view into
-/// `packed`). Stops at a truncated frame, which a well-formed burst never
-/// has.
+/// `packed`). Stops at a truncated or malformed frame, which a burst built
+/// from framed envelopes never has.
 pub fn split_frames(mut packed: Bytes) -> impl Iterator<Item = Bytes> {
     std::iter::from_fn(move || {
-        let prefix = packed.get(..LENGTH_PREFIX_BYTES)?;
-        let declared = u32::from_be_bytes(prefix.try_into().ok()?);
-        let total = LENGTH_PREFIX_BYTES.checked_add(usize::try_from(declared).ok()?)?;
+        let total = citadel_wire::framed_len(&packed)?;
         (total <= packed.len()).then(|| packed.split_to(total))
     })
 }
